@@ -1,0 +1,17 @@
+//! The one thing every voxlat stage shares: a process-wide monotonic clock, request IDs,
+//! the per-request timeline of events, and what is computed from it (segments, statistics,
+//! the versioned results model). See `shared/docs/latency-model.md` for the definitions.
+
+pub mod clock;
+pub mod event;
+pub mod fsio;
+pub mod report;
+pub mod request_id;
+pub mod segments;
+pub mod stats;
+pub mod timeline;
+
+pub use clock::Nanos;
+pub use event::EventKind;
+pub use request_id::RequestId;
+pub use timeline::{Timeline, TimelineSnapshot};

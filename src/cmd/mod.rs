@@ -1,0 +1,11 @@
+pub mod bench_llm;
+
+/// Logs go to stderr, off unless `RUST_LOG` asks for them: stdout is for results.
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

@@ -1,0 +1,36 @@
+//! The `voxlat` command line: one subcommand per user task. Each subcommand lives in its own
+//! module under `cmd/`; this file only parses and dispatches.
+
+mod cmd;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "voxlat", version, about = "A real-time voice agent pipeline that measures itself")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Benchmark an OpenAI-compatible streaming endpoint: TTFT, TPOT, ITL and E2E per cell.
+    BenchLlm(Box<cmd::bench_llm::BenchLlmArgs>),
+}
+
+fn main() -> ExitCode {
+    voxlat_core::clock::init();
+    cmd::init_tracing();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::BenchLlm(args) => cmd::bench_llm::run(*args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
