@@ -1,1 +1,20 @@
+//! An OpenAI-compatible streaming chat client that stamps every protocol boundary on the
+//! request's timeline, and the `bench-llm` engine built on it.
+//!
+//! TTFT ends at the first delta with non-empty content (reasoning or answer), never at the
+//! first byte or a role-only chunk: see `latency-model.md`.
 
+pub mod bench;
+pub mod chunk;
+pub mod client;
+pub mod config;
+pub mod connection;
+pub mod error;
+pub mod record;
+pub mod sse;
+pub mod think;
+
+pub use client::{ChatRequest, ClientOptions, LlmClient, Message};
+pub use config::{ApiKey, Endpoint};
+pub use error::{ErrorClass, LlmError};
+pub use record::{DeltaStamp, StreamOutcome};

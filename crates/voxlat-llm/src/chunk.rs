@@ -1,0 +1,152 @@
+//! The JSON payload of one streamed chat-completion event, read tolerantly: gateways differ
+//! in which fields they send, and an unknown field must never fail a stream.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct ChatChunk {
+    #[serde(default)]
+    pub choices: Vec<Choice>,
+    #[serde(default)]
+    pub usage: Option<Usage>,
+    /// llama.cpp's server-side timings (and the embedded server's, which follow its names).
+    #[serde(default)]
+    pub timings: Option<serde_json::Value>,
+    /// Some gateways send errors as a `data:` payload with an `error` object mid-stream.
+    #[serde(default)]
+    pub error: Option<serde_json::Value>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct Choice {
+    #[serde(default)]
+    pub delta: Delta,
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct Delta {
+    #[serde(default)]
+    pub role: Option<String>,
+    #[serde(default)]
+    pub content: Option<String>,
+    /// DeepSeek / vLLM / SGLang convention.
+    #[serde(default)]
+    pub reasoning_content: Option<String>,
+    /// OpenRouter / Ollama / newer vLLM convention.
+    #[serde(default)]
+    pub reasoning: Option<String>,
+}
+
+impl Delta {
+    /// Reasoning text under either field name.
+    pub fn reasoning_text(&self) -> Option<&str> {
+        self.reasoning_content
+            .as_deref()
+            .or(self.reasoning.as_deref())
+            .filter(|s| !s.is_empty())
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+pub struct Usage {
+    #[serde(default)]
+    pub prompt_tokens: Option<u64>,
+    #[serde(default)]
+    pub completion_tokens: Option<u64>,
+    #[serde(default)]
+    pub total_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens_details: Option<PromptTokensDetails>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_tokens_details: Option<CompletionTokensDetails>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+pub struct PromptTokensDetails {
+    #[serde(default)]
+    pub cached_tokens: Option<u64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+pub struct CompletionTokensDetails {
+    #[serde(default)]
+    pub reasoning_tokens: Option<u64>,
+}
+
+/// What one `data:` payload is.
+#[derive(Debug)]
+pub enum Payload {
+    Done,
+    Chunk(Box<ChatChunk>),
+}
+
+pub fn parse_payload(data: &str) -> Result<Payload, serde_json::Error> {
+    if data.trim() == "[DONE]" {
+        return Ok(Payload::Done);
+    }
+    serde_json::from_str(data).map(|c| Payload::Chunk(Box::new(c)))
+}
+
+/// A readable message out of an OpenAI-style error object (`{"message": …}`) or anything else.
+pub fn error_message(v: &serde_json::Value) -> String {
+    v.get("message")
+        .and_then(|m| m.as_str())
+        .map(str::to_string)
+        .or_else(|| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| v.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(s: &str) -> ChatChunk {
+        match parse_payload(s).unwrap() {
+            Payload::Chunk(c) => *c,
+            Payload::Done => panic!("not a chunk"),
+        }
+    }
+
+    #[test]
+    fn role_only_chunk_has_no_content() {
+        let c = chunk(r#"{"id":"x","choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}"#);
+        assert_eq!(c.choices[0].delta.role.as_deref(), Some("assistant"));
+        assert!(c.choices[0].delta.content.is_none());
+    }
+
+    #[test]
+    fn usage_chunk_with_empty_choices() {
+        let c = chunk(r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17,"prompt_tokens_details":{"cached_tokens":8}}}"#);
+        assert!(c.choices.is_empty());
+        let u = c.usage.unwrap();
+        assert_eq!(u.completion_tokens, Some(5));
+        assert_eq!(u.prompt_tokens_details.unwrap().cached_tokens, Some(8));
+    }
+
+    #[test]
+    fn both_reasoning_field_names() {
+        let a = chunk(r#"{"choices":[{"delta":{"reasoning_content":"hmm"}}]}"#);
+        let b = chunk(r#"{"choices":[{"delta":{"reasoning":"hmm","content":""}}]}"#);
+        assert_eq!(a.choices[0].delta.reasoning_text(), Some("hmm"));
+        assert_eq!(b.choices[0].delta.reasoning_text(), Some("hmm"));
+        let c = chunk(r#"{"choices":[{"delta":{"reasoning_content":""}}]}"#);
+        assert_eq!(c.choices[0].delta.reasoning_text(), None);
+    }
+
+    #[test]
+    fn done_marker_and_garbage() {
+        assert!(matches!(parse_payload(" [DONE] "), Ok(Payload::Done)));
+        assert!(parse_payload("{not json").is_err());
+        let e = chunk(r#"{"error":{"message":"overloaded","type":"server_error"}}"#);
+        assert_eq!(error_message(e.error.as_ref().unwrap()), "overloaded");
+    }
+
+    #[test]
+    fn unknown_fields_and_nulls_are_tolerated() {
+        let c = chunk(r#"{"object":"chat.completion.chunk","system_fingerprint":null,"choices":[{"index":0,"delta":{"content":"Hi","tool_calls":null},"logprobs":null}],"usage":null}"#);
+        assert_eq!(c.choices[0].delta.content.as_deref(), Some("Hi"));
+        assert!(c.usage.is_none());
+    }
+}

@@ -1,0 +1,597 @@
+//! The streaming client. One call streams one chat completion and stamps, on the request's
+//! timeline: `llm_sent` (just before the request is handed to the HTTP stack),
+//! `llm_headers`, `llm_first_event`, `llm_first_token` (first non-empty content of any kind),
+//! `llm_first_answer_token` and `llm_done`. Each stamp is the arrival time of the network read
+//! that completed the event, taken before any parsing.
+
+use crate::chunk::{self, Payload};
+use crate::config::Endpoint;
+use crate::connection::{self, ConnProbe, DnsError, TimedConnectLayer, TimedResolver};
+use crate::error::{not_found_hint, truncate_body, LlmError};
+use crate::record::{DeltaStamp, StreamOutcome};
+use crate::sse::{SseEvent, SseParser};
+use crate::think::ThinkSplitter;
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::time::Duration;
+use voxlat_core::{clock, EventKind, Nanos, Timeline};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: String,
+    pub content: String,
+}
+
+impl Message {
+    pub fn new(role: &str, content: impl Into<String>) -> Message {
+        Message {
+            role: role.into(),
+            content: content.into(),
+        }
+    }
+}
+
+/// A chat completion request. `extra` holds any further body parameters verbatim.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    pub model: String,
+    pub messages: Vec<Message>,
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+    pub top_p: Option<f32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stop: Vec<String>,
+    pub seed: Option<u64>,
+    /// Ask for a final `usage` chunk (`stream_options.include_usage`).
+    pub include_usage: bool,
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl ChatRequest {
+    pub fn body(&self) -> serde_json::Value {
+        let mut b = serde_json::json!({
+            "model": self.model,
+            "messages": self.messages,
+            "stream": true,
+        });
+        let o = b.as_object_mut().expect("json! object");
+        if let Some(v) = self.max_tokens {
+            o.insert("max_tokens".into(), v.into());
+        }
+        if let Some(v) = self.temperature {
+            o.insert("temperature".into(), v.into());
+        }
+        if let Some(v) = self.top_p {
+            o.insert("top_p".into(), v.into());
+        }
+        if !self.stop.is_empty() {
+            o.insert("stop".into(), self.stop.clone().into());
+        }
+        if let Some(v) = self.seed {
+            o.insert("seed".into(), v.into());
+        }
+        if self.include_usage {
+            o.insert("stream_options".into(), serde_json::json!({ "include_usage": true }));
+        }
+        for (k, v) in &self.extra {
+            o.insert(k.clone(), v.clone());
+        }
+        b
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClientOptions {
+    /// Open a new connection for every request (measures cold requests). Default: pooled.
+    pub fresh_connections: bool,
+    /// HTTP/2 with prior knowledge (h2c for http://). Default: HTTP/1.1.
+    pub http2: bool,
+    pub connect_timeout: Duration,
+    /// From sending the request to receiving response headers.
+    pub headers_timeout: Duration,
+    /// Longest silence allowed between two reads of the stream.
+    pub idle_timeout: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            fresh_connections: false,
+            http2: false,
+            connect_timeout: Duration::from_secs(10),
+            headers_timeout: Duration::from_secs(300),
+            idle_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// A piece of streamed text, handed to the caller as it arrives.
+#[derive(Debug)]
+pub struct TextDelta<'a> {
+    pub t: Nanos,
+    pub text: &'a str,
+    pub reasoning: bool,
+}
+
+#[derive(Clone)]
+pub struct LlmClient {
+    http: reqwest::Client,
+    endpoint: Arc<Endpoint>,
+    opts: ClientOptions,
+}
+
+/// How long to keep reading after `[DONE]` for the body's real end, so the connection can
+/// return to the pool rather than being dropped mid-body.
+const AFTER_DONE_GRACE: Duration = Duration::from_secs(1);
+
+impl LlmClient {
+    pub fn new(endpoint: Endpoint, opts: ClientOptions) -> Result<LlmClient, LlmError> {
+        let tls = endpoint.base_url.value.starts_with("https://");
+        let mut b = reqwest::Client::builder()
+            .connect_timeout(opts.connect_timeout)
+            .dns_resolver(Arc::new(TimedResolver))
+            .connector_layer(TimedConnectLayer { tls })
+            .tcp_nodelay(true)
+            .user_agent(concat!("voxlat/", env!("CARGO_PKG_VERSION")));
+        if opts.fresh_connections {
+            b = b.pool_max_idle_per_host(0);
+        }
+        b = if opts.http2 { b.http2_prior_knowledge() } else { b.http1_only() };
+        let http = b
+            .build()
+            .map_err(|e| LlmError::Other(format!("cannot build the HTTP client: {}", chain(&e))))?;
+        Ok(LlmClient {
+            http,
+            endpoint: Arc::new(endpoint),
+            opts,
+        })
+    }
+
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    pub fn options(&self) -> &ClientOptions {
+        &self.opts
+    }
+
+    /// Streams one completion. Always returns what was observed, with the error that ended
+    /// the request early if there was one, so partial timings are never lost.
+    pub async fn stream_chat<F>(
+        &self,
+        req: &ChatRequest,
+        tl: &Timeline,
+        mut on_delta: F,
+    ) -> (StreamOutcome, Option<LlmError>)
+    where
+        F: FnMut(TextDelta<'_>),
+    {
+        let probe = Arc::new(ConnProbe::default());
+        let mut out = StreamOutcome::default();
+        let result =
+            connection::with_probe(probe.clone(), self.run(req, tl, &mut out, &mut on_delta)).await;
+        out.connection = probe.phases();
+        out.settle_token_count();
+        (out, result.err())
+    }
+
+    async fn run<F>(
+        &self,
+        req: &ChatRequest,
+        tl: &Timeline,
+        out: &mut StreamOutcome,
+        on_delta: &mut F,
+    ) -> Result<(), LlmError>
+    where
+        F: FnMut(TextDelta<'_>),
+    {
+        let url = self.endpoint.url("chat/completions");
+        let mut rb = self
+            .http
+            .post(&url)
+            .header("X-Request-Id", tl.id().as_str())
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(req.body().to_string());
+        if let Some(k) = self.endpoint.key() {
+            rb = rb.bearer_auth(k.expose());
+        }
+        tl.mark(EventKind::LlmSent);
+        let resp = match tokio::time::timeout(self.opts.headers_timeout, rb.send()).await {
+            Err(_) => {
+                return Err(LlmError::Timeout {
+                    phase: "waiting for response headers",
+                    after: self.opts.headers_timeout,
+                    flag: "--headers-timeout",
+                })
+            }
+            Ok(Err(e)) => return Err(self.classify(&e, &url)),
+            Ok(Ok(r)) => r,
+        };
+        tl.mark(EventKind::LlmHeaders);
+        out.status = Some(resp.status().as_u16());
+        out.http_version = Some(format!("{:?}", resp.version()));
+        out.server_request_id = header_str(&resp, "x-request-id");
+
+        if !resp.status().is_success() {
+            return Err(self.status_error(resp, &url).await);
+        }
+        let content_type = header_str(&resp, "content-type").unwrap_or_default();
+        if !content_type.to_ascii_lowercase().starts_with("text/event-stream") {
+            let body = self.read_body(resp).await;
+            return Err(LlmError::NotSse {
+                url,
+                content_type,
+                body,
+            });
+        }
+
+        let mut stream = resp.bytes_stream();
+        let mut parser = SseParser::new();
+        let mut events: Vec<SseEvent> = Vec::new();
+        let mut think = ThinkSplitter::new();
+        loop {
+            let wait = if out.done_marker { AFTER_DONE_GRACE } else { self.opts.idle_timeout };
+            let next = tokio::time::timeout(wait, stream.next()).await;
+            let t = clock::now();
+            match next {
+                Err(_) if out.done_marker => break,
+                Err(_) => {
+                    return Err(LlmError::Timeout {
+                        phase: "waiting for the next bytes of the stream",
+                        after: wait,
+                        flag: "--idle-timeout",
+                    })
+                }
+                Ok(None) => break,
+                Ok(Some(Err(e))) => {
+                    return Err(LlmError::Disconnected {
+                        detail: self.scrub(&chain(&e)),
+                    })
+                }
+                Ok(Some(Ok(bytes))) => {
+                    parser.feed(&bytes, &mut events);
+                    for ev in events.drain(..) {
+                        handle_event(ev, t, tl, out, &mut think, on_delta)?;
+                    }
+                }
+            }
+        }
+        let t = clock::now();
+        parser.finish(&mut events);
+        for ev in events.drain(..) {
+            handle_event(ev, t, tl, out, &mut think, on_delta)?;
+        }
+        for piece in think.finish() {
+            emit(tl, out, t, piece.reasoning, &piece.text, on_delta);
+        }
+        out.comments = parser.comments();
+        tl.mark_at(EventKind::LlmDone, t);
+        Ok(())
+    }
+
+    async fn read_body(&self, resp: reqwest::Response) -> String {
+        let text = match tokio::time::timeout(self.opts.idle_timeout, resp.text()).await {
+            Ok(Ok(t)) => t,
+            Ok(Err(e)) => format!("<body unreadable: {}>", chain(&e)),
+            Err(_) => "<body timed out>".into(),
+        };
+        truncate_body(&self.scrub(&text))
+    }
+
+    async fn status_error(&self, resp: reqwest::Response, url: &str) -> LlmError {
+        let status = resp.status().as_u16();
+        let retry_after = header_str(&resp, "retry-after");
+        let body = self.read_body(resp).await;
+        match status {
+            401 | 403 => LlmError::Unauthorized {
+                status,
+                url: url.to_string(),
+                hint: auth_hint(self.endpoint.key().is_some(), self.endpoint.api_key.as_ref().map(|k| k.source.as_str())),
+                body,
+            },
+            404 => LlmError::NotFound {
+                url: url.to_string(),
+                hint: not_found_hint(&self.endpoint.base_url.value),
+                body,
+            },
+            _ => LlmError::Status {
+                status,
+                url: url.to_string(),
+                body,
+                retry_after,
+            },
+        }
+    }
+
+    fn scrub(&self, text: &str) -> String {
+        match self.endpoint.key() {
+            Some(k) => k.scrub(text),
+            None => text.to_string(),
+        }
+    }
+
+    fn classify(&self, e: &reqwest::Error, url: &str) -> LlmError {
+        let detail = self.scrub(&chain(e));
+        let host = e.url().and_then(|u| u.host_str()).unwrap_or("").to_string();
+        let addr = e
+            .url()
+            .map(|u| format!("{}:{}", host, u.port_or_known_default().unwrap_or(0)))
+            .unwrap_or_else(|| url.to_string());
+        let mut refused = false;
+        let mut dns: Option<(String, String)> = None;
+        let mut tls = false;
+        visit_sources(e, &mut |err| {
+            if let Some(d) = err.downcast_ref::<DnsError>() {
+                dns.get_or_insert((d.host.clone(), d.source.to_string()));
+            }
+            tls |= err.downcast_ref::<rustls::Error>().is_some();
+            if let Some(io) = err.downcast_ref::<std::io::Error>() {
+                refused |= io.kind() == std::io::ErrorKind::ConnectionRefused;
+            }
+        });
+        if let Some((host, detail)) = dns {
+            return LlmError::Dns { host, detail };
+        }
+        if tls {
+            return LlmError::Tls { url: url.into(), detail };
+        }
+        if e.is_timeout() {
+            return LlmError::Timeout {
+                phase: "connecting",
+                after: self.opts.connect_timeout,
+                flag: "--connect-timeout",
+            };
+        }
+        let proxy = env_proxy_for(url, &host);
+        if e.is_connect() {
+            if let Some(proxy) = proxy {
+                return LlmError::Proxy {
+                    url: url.into(),
+                    proxy,
+                    host,
+                    detail,
+                };
+            }
+            if refused {
+                return LlmError::ConnectionRefused { addr, proxy: None };
+            }
+            return LlmError::Connect {
+                url: url.into(),
+                detail,
+                proxy: None,
+            };
+        }
+        LlmError::Other(format!("request to {url} failed: {detail}"))
+    }
+
+    /// `GET {base}/models`: the model IDs the server offers.
+    pub async fn list_models(&self) -> Result<Vec<String>, LlmError> {
+        let url = self.endpoint.url("models");
+        let mut rb = self.http.get(&url);
+        if let Some(k) = self.endpoint.key() {
+            rb = rb.bearer_auth(k.expose());
+        }
+        let resp = match tokio::time::timeout(self.opts.headers_timeout, rb.send()).await {
+            Err(_) => {
+                return Err(LlmError::Timeout {
+                    phase: "listing models",
+                    after: self.opts.headers_timeout,
+                    flag: "--headers-timeout",
+                })
+            }
+            Ok(Err(e)) => return Err(self.classify(&e, &url)),
+            Ok(Ok(r)) => r,
+        };
+        if !resp.status().is_success() {
+            return Err(self.status_error(resp, &url).await);
+        }
+        #[derive(Deserialize)]
+        struct Models {
+            data: Vec<ModelEntry>,
+        }
+        #[derive(Deserialize)]
+        struct ModelEntry {
+            id: String,
+        }
+        let text = self.read_body(resp).await;
+        let models: Models = serde_json::from_str(&text).map_err(|e| {
+            LlmError::Other(format!("{url} did not return a model list ({e}): {text}"))
+        })?;
+        Ok(models.data.into_iter().map(|m| m.id).collect())
+    }
+}
+
+fn handle_event<F: FnMut(TextDelta<'_>)>(
+    ev: SseEvent,
+    t: Nanos,
+    tl: &Timeline,
+    out: &mut StreamOutcome,
+    think: &mut ThinkSplitter,
+    on_delta: &mut F,
+) -> Result<(), LlmError> {
+    out.events += 1;
+    tl.mark_at(EventKind::LlmFirstEvent, t);
+    if ev.event.as_deref() == Some("error") {
+        let message = serde_json::from_str::<serde_json::Value>(&ev.data)
+            .map(|v| chunk::error_message(v.get("error").unwrap_or(&v)))
+            .unwrap_or_else(|_| ev.data.clone());
+        return Err(LlmError::StreamError { message });
+    }
+    let payload = chunk::parse_payload(&ev.data).map_err(|e| LlmError::InvalidChunk {
+        detail: e.to_string(),
+        data: truncate_body(&ev.data),
+    })?;
+    let c = match payload {
+        Payload::Done => {
+            out.done_marker = true;
+            tl.mark_at(EventKind::LlmDone, t);
+            return Ok(());
+        }
+        Payload::Chunk(c) => c,
+    };
+    if let Some(err) = &c.error {
+        return Err(LlmError::StreamError {
+            message: chunk::error_message(err),
+        });
+    }
+    if c.usage.is_some() {
+        out.usage = c.usage.clone();
+    }
+    if c.timings.is_some() {
+        out.server_timings = c.timings.clone();
+    }
+    // n = 1 is all voxlat asks for; further choices would be other completions.
+    if let Some(choice) = c.choices.first() {
+        if let Some(r) = choice.delta.reasoning_text() {
+            emit(tl, out, t, true, r, on_delta);
+        }
+        if let Some(content) = choice.delta.content.as_deref().filter(|s| !s.is_empty()) {
+            for piece in think.feed(content) {
+                emit(tl, out, t, piece.reasoning, &piece.text, on_delta);
+            }
+        }
+        if choice.finish_reason.is_some() {
+            out.finish_reason = choice.finish_reason.clone();
+        }
+    }
+    Ok(())
+}
+
+fn emit<F: FnMut(TextDelta<'_>)>(
+    tl: &Timeline,
+    out: &mut StreamOutcome,
+    t: Nanos,
+    reasoning: bool,
+    text: &str,
+    on_delta: &mut F,
+) {
+    if text.is_empty() {
+        return;
+    }
+    tl.mark_at(EventKind::LlmFirstToken, t);
+    if reasoning {
+        out.reasoning_chars += text.chars().count() as u64;
+    } else {
+        tl.mark_at(EventKind::LlmFirstAnswerToken, t);
+        out.text.push_str(text);
+    }
+    out.deltas.push(DeltaStamp {
+        t,
+        chars: text.chars().count() as u32,
+        reasoning,
+    });
+    on_delta(TextDelta { t, text, reasoning });
+}
+
+fn header_str(resp: &reqwest::Response, name: &str) -> Option<String> {
+    resp.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+fn auth_hint(key_present: bool, source: Option<&str>) -> String {
+    if key_present {
+        format!(
+            "Check the API key (from {}). voxlat sends it as \"Authorization: Bearer <key>\", so give the bare key; a pasted \"Bearer \" prefix is removed",
+            source.unwrap_or("configuration")
+        )
+    } else {
+        "No API key was set: pass --api-key, or set VOXLAT_API_KEY (or OPENAI_API_KEY)".into()
+    }
+}
+
+/// Calls `f` on `e` and every error below it. `io::Error` needs special care: its `source()`
+/// skips the error it wraps (it returns the *inner* error's source), and TLS stacks wrap
+/// `rustls::Error` in one or two layers of `io::Error`.
+fn visit_sources(e: &(dyn std::error::Error + 'static), f: &mut dyn FnMut(&(dyn std::error::Error + 'static))) {
+    f(e);
+    if let Some(inner) = e.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()) {
+        visit_sources(inner, f);
+    }
+    if let Some(src) = e.source() {
+        visit_sources(src, f);
+    }
+}
+
+/// The error and its sources, joined: reqwest's top-level message alone ("error sending
+/// request") says nothing useful.
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        let m = inner.to_string();
+        if !s.contains(&m) {
+            s.push_str(": ");
+            s.push_str(&m);
+        }
+        src = inner.source();
+    }
+    s
+}
+
+/// The proxy the environment sets for this URL, credentials removed, unless NO_PROXY
+/// exempts the host. Mirrors the variables reqwest reads, for the error hint only.
+pub fn env_proxy_for(url: &str, host: &str) -> Option<String> {
+    let get = |names: &[&str]| {
+        names
+            .iter()
+            .find_map(|n| std::env::var(n).ok().filter(|v| !v.trim().is_empty()))
+    };
+    let vars: &[&str] = if url.starts_with("https://") {
+        &["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"]
+    } else {
+        &["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
+    };
+    let proxy = get(vars)?;
+    if let Some(no) = get(&["NO_PROXY", "no_proxy"]) {
+        let exempt = no.split(',').map(str::trim).any(|p| {
+            p == "*" || p == host || (!p.is_empty() && host.ends_with(&format!(".{}", p.trim_start_matches('.'))))
+        });
+        if exempt {
+            return None;
+        }
+    }
+    Some(strip_userinfo(&proxy))
+}
+
+fn strip_userinfo(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => format!("{}{}", &url[..s + 3], &url[at + 1..]),
+        _ => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn body_has_stream_and_optional_fields() {
+        let mut r = ChatRequest {
+            model: "m".into(),
+            messages: vec![Message::new("user", "hi")],
+            max_tokens: Some(16),
+            include_usage: true,
+            stop: vec!["\n".into()],
+            ..ChatRequest::default()
+        };
+        r.extra.insert("top_k".into(), 5.into());
+        let b = r.body();
+        assert_eq!(b["stream"], true);
+        assert_eq!(b["max_tokens"], 16);
+        assert_eq!(b["stream_options"]["include_usage"], true);
+        assert_eq!(b["stop"][0], "\n");
+        assert_eq!(b["top_k"], 5);
+        assert!(b.get("temperature").is_none());
+    }
+
+    #[test]
+    fn proxy_credentials_are_not_shown() {
+        assert_eq!(strip_userinfo("http://user:pw@proxy:3128"), "http://proxy:3128");
+        assert_eq!(strip_userinfo("http://proxy:3128"), "http://proxy:3128");
+    }
+}

@@ -1,0 +1,143 @@
+//! Connection-phase timing: DNS through a custom resolver, connect (TCP, plus TLS for
+//! https) through a connector layer. The measurements land in a per-request probe carried in
+//! a task-local, because reqwest's connection pool is shared and gives no other way to tie
+//! a new connection to the request that opened it. A request that reused a pooled connection
+//! records nothing, and that is how "warm" is told from "cold".
+
+use futures_util::future::BoxFuture;
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+tokio::task_local! {
+    static PROBE: Arc<ConnProbe>;
+}
+
+/// What the connection stack did for one request.
+#[derive(Debug, Default)]
+pub struct ConnProbe {
+    inner: Mutex<ConnPhases>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConnPhases {
+    /// A new connection was opened for this request (false: a pooled one was reused).
+    pub new_connection: bool,
+    /// DNS lookup time; absent for IP-literal hosts and reused connections.
+    pub dns_ns: Option<u64>,
+    /// From the start of the connection attempt to a usable connection, DNS excluded: TCP
+    /// connect, and for https also the TLS handshake (`tls` says which).
+    pub connect_ns: Option<u64>,
+    pub tls: bool,
+}
+
+impl ConnProbe {
+    pub fn phases(&self) -> ConnPhases {
+        self.inner.lock().map(|g| g.clone()).unwrap_or_default()
+    }
+
+    fn update(&self, f: impl FnOnce(&mut ConnPhases)) {
+        if let Ok(mut g) = self.inner.lock() {
+            f(&mut g);
+        }
+    }
+}
+
+/// Runs `fut` with `probe` receiving the connection phases of whatever it connects.
+pub async fn with_probe<F: std::future::Future>(probe: Arc<ConnProbe>, fut: F) -> F::Output {
+    PROBE.scope(probe, fut).await
+}
+
+fn current_probe() -> Option<Arc<ConnProbe>> {
+    PROBE.try_with(|p| p.clone()).ok()
+}
+
+/// DNS failures carry the host, so error classification can find them in the source chain.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot resolve {host}: {source}")]
+pub struct DnsError {
+    pub host: String,
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// The system resolver (getaddrinfo through tokio), timed.
+#[derive(Debug, Default, Clone)]
+pub struct TimedResolver;
+
+impl Resolve for TimedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let probe = current_probe();
+        Box::pin(async move {
+            let host = name.as_str().to_string();
+            let start = Instant::now();
+            let result = tokio::net::lookup_host((host.clone(), 0)).await;
+            let ns = start.elapsed().as_nanos() as u64;
+            if let Some(p) = probe {
+                p.update(|c| c.dns_ns = Some(ns));
+            }
+            match result {
+                Ok(addrs) => {
+                    let v: Vec<SocketAddr> = addrs.collect();
+                    Ok(Box::new(v.into_iter()) as Addrs)
+                }
+                Err(source) => Err(Box::new(DnsError { host, source }) as _),
+            }
+        })
+    }
+}
+
+/// A tower layer around reqwest's connector that times each connection attempt.
+#[derive(Clone, Debug)]
+pub struct TimedConnectLayer {
+    pub tls: bool,
+}
+
+impl<S> tower::Layer<S> for TimedConnectLayer {
+    type Service = TimedConnect<S>;
+    fn layer(&self, inner: S) -> TimedConnect<S> {
+        TimedConnect { inner, tls: self.tls }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct TimedConnect<S> {
+    inner: S,
+    tls: bool,
+}
+
+impl<S, R> tower_service::Service<R> for TimedConnect<S>
+where
+    S: tower_service::Service<R>,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = BoxFuture<'static, Result<S::Response, S::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: R) -> Self::Future {
+        let probe = current_probe();
+        let tls = self.tls;
+        let fut = self.inner.call(req);
+        Box::pin(async move {
+            let start = Instant::now();
+            let out = fut.await;
+            let total = start.elapsed().as_nanos() as u64;
+            if let Some(p) = probe {
+                p.update(|c| {
+                    c.new_connection = true;
+                    c.tls = tls;
+                    c.connect_ns = Some(total.saturating_sub(c.dns_ns.unwrap_or(0)));
+                });
+            }
+            out
+        })
+    }
+}

@@ -1,0 +1,221 @@
+//! An incremental Server-Sent Events parser (WHATWG `text/event-stream` rules).
+//!
+//! Written here rather than taken from a crate because every event must carry the arrival
+//! time of the network read that completed it, and because the quirks real gateways send
+//! (lone `\r`, `\r\n` split across reads, comments, multi-line `data:`, no trailing blank line)
+//! must each be handled deliberately and tested.
+
+/// One dispatched event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `event:` field, if any (`None` means the default type, "message").
+    pub event: Option<String>,
+    /// The `data:` lines joined with `\n`.
+    pub data: String,
+    pub id: Option<String>,
+}
+
+#[derive(Debug, Default)]
+pub struct SseParser {
+    line: Vec<u8>,
+    data: String,
+    has_data: bool,
+    event: Option<String>,
+    id: Option<String>,
+    /// The previous byte was a `\r`: a `\n` right after it belongs to the same line end, even
+    /// when it arrives in the next read.
+    after_cr: bool,
+    at_stream_start: bool,
+    comments: u64,
+}
+
+impl SseParser {
+    pub fn new() -> SseParser {
+        SseParser {
+            at_stream_start: true,
+            ..SseParser::default()
+        }
+    }
+
+    /// Comment lines seen so far (`: keep-alive` and the like).
+    pub fn comments(&self) -> u64 {
+        self.comments
+    }
+
+    /// Feeds bytes as they arrive; complete events are appended to `out`.
+    pub fn feed(&mut self, mut bytes: &[u8], out: &mut Vec<SseEvent>) {
+        if self.at_stream_start && !bytes.is_empty() {
+            // A UTF-8 byte order mark may only start the stream.
+            if let Some(rest) = bytes.strip_prefix(b"\xEF\xBB\xBF") {
+                bytes = rest;
+            }
+            self.at_stream_start = false;
+        }
+        for &b in bytes {
+            match b {
+                b'\n' if self.after_cr => self.after_cr = false,
+                b'\n' | b'\r' => {
+                    self.after_cr = b == b'\r';
+                    self.end_line(out);
+                }
+                _ => {
+                    self.after_cr = false;
+                    self.line.push(b);
+                }
+            }
+        }
+    }
+
+    /// At end of stream: dispatches an event that was not followed by a blank line (many
+    /// servers omit it on the last event). Returns true if there was one.
+    pub fn finish(&mut self, out: &mut Vec<SseEvent>) -> bool {
+        if !self.line.is_empty() {
+            self.end_line(out);
+        }
+        let pending = self.has_data;
+        self.dispatch(out);
+        pending
+    }
+
+    fn end_line(&mut self, out: &mut Vec<SseEvent>) {
+        if self.line.is_empty() {
+            self.dispatch(out);
+            return;
+        }
+        let line = std::mem::take(&mut self.line);
+        let line = String::from_utf8_lossy(&line);
+        if line.starts_with(':') {
+            self.comments += 1;
+            return;
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
+            None => (line.as_ref(), ""),
+        };
+        match field {
+            "data" => {
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.data.push_str(value);
+                self.has_data = true;
+            }
+            "event" => self.event = Some(value.to_string()),
+            "id" if !value.contains('\0') => self.id = Some(value.to_string()),
+            _ => {} // `retry` and unknown fields are ignored, as the spec says.
+        }
+    }
+
+    fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
+        if self.has_data {
+            out.push(SseEvent {
+                event: self.event.take(),
+                data: std::mem::take(&mut self.data),
+                id: self.id.clone(),
+            });
+        }
+        self.has_data = false;
+        self.data.clear();
+        self.event = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn parse_all(chunks: &[&[u8]]) -> (Vec<SseEvent>, SseParser) {
+        let mut p = SseParser::new();
+        let mut out = Vec::new();
+        for c in chunks {
+            p.feed(c, &mut out);
+        }
+        (out, p)
+    }
+
+    fn data(events: &[SseEvent]) -> Vec<&str> {
+        events.iter().map(|e| e.data.as_str()).collect()
+    }
+
+    const STREAM: &str = "data: {\"a\":1}\n\n: keep-alive\n\ndata: {\"b\":2}\n\ndata: [DONE]\n\n";
+
+    #[test]
+    fn lf_stream_with_comments() {
+        let (ev, p) = parse_all(&[STREAM.as_bytes()]);
+        assert_eq!(data(&ev), vec!["{\"a\":1}", "{\"b\":2}", "[DONE]"]);
+        assert_eq!(p.comments(), 1);
+    }
+
+    #[test]
+    fn crlf_and_lone_cr_line_ends() {
+        let crlf = STREAM.replace('\n', "\r\n");
+        let (ev, _) = parse_all(&[crlf.as_bytes()]);
+        assert_eq!(data(&ev), vec!["{\"a\":1}", "{\"b\":2}", "[DONE]"]);
+        let cr = STREAM.replace('\n', "\r");
+        let (ev, _) = parse_all(&[cr.as_bytes()]);
+        assert_eq!(data(&ev), vec!["{\"a\":1}", "{\"b\":2}", "[DONE]"]);
+    }
+
+    #[test]
+    fn crlf_split_between_reads_is_one_line_end() {
+        // "\r" ends one read and "\n" starts the next: still one line end, not a blank line.
+        let (ev, _) = parse_all(&[b"data: x\r", b"\ndata: y\r\n\r\n"]);
+        assert_eq!(data(&ev), vec!["x\ny"]);
+    }
+
+    #[test]
+    fn multi_line_data_and_event_type() {
+        let (ev, _) = parse_all(&[b"event: error\ndata: line one\ndata:line two\nid: 7\n\n"]);
+        assert_eq!(ev.len(), 1);
+        assert_eq!(ev[0].event.as_deref(), Some("error"));
+        assert_eq!(ev[0].data, "line one\nline two");
+        assert_eq!(ev[0].id.as_deref(), Some("7"));
+    }
+
+    #[test]
+    fn event_without_trailing_blank_line_is_dispatched_at_finish() {
+        let (ev, mut p) = parse_all(&[b"data: [DONE]"]);
+        assert!(ev.is_empty());
+        let mut out = Vec::new();
+        assert!(p.finish(&mut out));
+        assert_eq!(data(&out), vec!["[DONE]"]);
+        assert!(!p.finish(&mut out));
+    }
+
+    #[test]
+    fn bom_is_skipped_and_field_without_colon_is_a_field_name() {
+        let (ev, _) = parse_all(&[b"\xEF\xBB\xBFdata\n\ndata: z\n\n"]);
+        assert_eq!(data(&ev), vec!["", "z"]);
+    }
+
+    #[test]
+    fn event_type_does_not_leak_into_next_event() {
+        let (ev, _) = parse_all(&[b"event: ping\n\ndata: a\n\n"]);
+        assert_eq!(ev.len(), 1);
+        assert_eq!(ev[0].event, None);
+    }
+
+    proptest! {
+        /// Any split of the stream into reads, at any byte and with either line ending, yields
+        /// exactly the events of parsing it whole.
+        #[test]
+        fn splits_at_any_byte_do_not_change_events(
+            cuts in proptest::collection::vec(0usize..200, 0..12),
+            crlf in any::<bool>(),
+        ) {
+            let text = "data: {\"content\":\"héllo\"}\n\n: ka\n\nevent: x\ndata: 1\ndata: 2\n\ndata: [DONE]\n\n";
+            let text = if crlf { text.replace('\n', "\r\n") } else { text.to_string() };
+            let bytes = text.as_bytes();
+            let (whole, _) = parse_all(&[bytes]);
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % (bytes.len() + 1)).collect();
+            cuts.sort_unstable();
+            let mut pieces = Vec::new();
+            let mut prev = 0;
+            for c in cuts { pieces.push(&bytes[prev..c]); prev = c; }
+            pieces.push(&bytes[prev..]);
+            let (split, _) = parse_all(&pieces);
+            prop_assert_eq!(split, whole);
+        }
+    }
+}
