@@ -1,0 +1,244 @@
+//! whisper.cpp (through whisper-rs) tuned for short utterances.
+//!
+//! The model is loaded once and one decoding state is reused, so per-utterance cost is only
+//! the encoder and decoder passes. The settings follow `shared/docs/models.md`: whisper.cpp's
+//! defaults encode a full 30 s window even for a 3 s utterance, which dominated latency.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use whisper_rs::{
+    FullParams, SamplingStrategy, WhisperContext, WhisperContextParameters, WhisperError,
+    WhisperState,
+};
+
+/// whisper.cpp's input rate; callers resample before calling [`WhisperEngine::transcribe`].
+pub const SAMPLE_RATE: u32 = 16_000;
+/// Encoder frames per second of audio (20 ms per frame).
+const FRAMES_PER_SECOND: f64 = 50.0;
+/// Padding below this many frames made the decoder loop on repeated words.
+const AUDIO_CTX_PADDING: i32 = 256;
+/// The model's full window (30 s).
+const MAX_AUDIO_CTX: i32 = 1500;
+/// Enough for a spoken turn; stops a runaway decode early.
+const MAX_TOKENS: i32 = 96;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AsrError {
+    #[error("Whisper model {path} does not exist. Run `voxlat models fetch whisper-tiny.en`")]
+    ModelMissing { path: PathBuf },
+    #[error("cannot load Whisper model {path}: {source}. Re-fetch it with `voxlat models fetch whisper-tiny.en`, or check that it is a ggml Whisper file")]
+    Load {
+        path: PathBuf,
+        #[source]
+        source: WhisperError,
+    },
+    #[error("cannot read WAV {path}: {source}")]
+    Wav {
+        path: PathBuf,
+        #[source]
+        source: hound::Error,
+    },
+    #[error("WAV {path}: {detail}")]
+    UnsupportedWav { path: PathBuf, detail: String },
+    #[error("no audio samples to transcribe")]
+    EmptyAudio,
+    #[error("whisper.cpp failed: {0}")]
+    Inference(#[source] WhisperError),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transcript {
+    pub text: String,
+    /// Wall time of the whisper.cpp call (encoder + decoder).
+    pub compute: Duration,
+    pub audio: Duration,
+    /// compute / audio: below 1 is faster than real time.
+    pub real_time_factor: f64,
+}
+
+pub struct WhisperEngine {
+    // Kept alive for the state, which points into it.
+    _ctx: WhisperContext,
+    state: WhisperState,
+    threads: i32,
+}
+
+/// `audio_ctx` for an utterance of `seconds`: just enough encoder frames, plus the padding that
+/// keeps the decoder stable, never more than the model's window.
+pub fn audio_ctx_for(seconds: f64) -> i32 {
+    let frames = (seconds.max(0.0) * FRAMES_PER_SECOND).ceil();
+    // Clamp before the cast: a huge duration must not wrap.
+    let frames = frames.min(MAX_AUDIO_CTX as f64) as i32;
+    (frames + AUDIO_CTX_PADDING).min(MAX_AUDIO_CTX)
+}
+
+impl WhisperEngine {
+    /// Loads a ggml Whisper model. `threads` is explicit because ggml's spinning thread pool
+    /// collapses when stages oversubscribe the cores (see models.md, thread contention).
+    pub fn load(model: &Path, threads: usize) -> Result<Self, AsrError> {
+        if !model.is_file() {
+            return Err(AsrError::ModelMissing {
+                path: model.to_path_buf(),
+            });
+        }
+        // Route whisper.cpp's and ggml's own logging to `tracing` instead of stderr.
+        whisper_rs::install_logging_hooks();
+        let load_err = |source| AsrError::Load {
+            path: model.to_path_buf(),
+            source,
+        };
+        let ctx = WhisperContext::new_with_params(model, WhisperContextParameters::default())
+            .map_err(load_err)?;
+        let state = ctx.create_state().map_err(load_err)?;
+        Ok(Self {
+            _ctx: ctx,
+            state,
+            threads: i32::try_from(threads.max(1)).unwrap_or(i32::MAX),
+        })
+    }
+
+    /// Transcribes 16 kHz mono samples in [-1, 1].
+    pub fn transcribe(&mut self, samples: &[f32]) -> Result<Transcript, AsrError> {
+        if samples.is_empty() {
+            return Err(AsrError::EmptyAudio);
+        }
+        let seconds = samples.len() as f64 / SAMPLE_RATE as f64;
+        let mut params = FullParams::new(SamplingStrategy::Greedy { best_of: 1 });
+        params.set_n_threads(self.threads);
+        params.set_language(Some("en"));
+        // With a reused state, the previous transcript would otherwise become the prompt and
+        // cause hallucinated continuations.
+        params.set_no_context(true);
+        params.set_single_segment(true);
+        params.set_no_timestamps(true);
+        params.set_temperature_inc(0.0);
+        params.set_max_tokens(MAX_TOKENS);
+        params.set_audio_ctx(audio_ctx_for(seconds));
+        params.set_print_progress(false);
+        params.set_print_realtime(false);
+        params.set_print_special(false);
+        params.set_print_timestamps(false);
+
+        let start = Instant::now();
+        self.state
+            .full(params, samples)
+            .map_err(AsrError::Inference)?;
+        let compute = start.elapsed();
+
+        let mut text = String::new();
+        for segment in self.state.as_iter() {
+            let piece = segment.to_str_lossy().map_err(AsrError::Inference)?;
+            text.push_str(&piece);
+        }
+        let audio = Duration::from_secs_f64(seconds);
+        Ok(Transcript {
+            text: text.trim().to_string(),
+            compute,
+            audio,
+            real_time_factor: compute.as_secs_f64() / seconds,
+        })
+    }
+}
+
+/// Reads a 16 kHz WAV as mono f32, averaging channels. Other rates are refused rather than
+/// resampled badly: whisper would silently mis-hear them.
+pub fn read_wav_16k_mono(path: &Path) -> Result<Vec<f32>, AsrError> {
+    let wav_err = |source| AsrError::Wav {
+        path: path.to_path_buf(),
+        source,
+    };
+    let reader = hound::WavReader::open(path).map_err(wav_err)?;
+    let spec = reader.spec();
+    if spec.sample_rate != SAMPLE_RATE {
+        return Err(AsrError::UnsupportedWav {
+            path: path.to_path_buf(),
+            detail: format!(
+                "sample rate is {} Hz; resample to 16000 Hz first (e.g. `sox in.wav -r 16000 out.wav`)",
+                spec.sample_rate
+            ),
+        });
+    }
+    let channels = usize::from(spec.channels.max(1));
+    let interleaved: Vec<f32> = match spec.sample_format {
+        hound::SampleFormat::Float => reader
+            .into_samples::<f32>()
+            .collect::<Result<_, _>>()
+            .map_err(wav_err)?,
+        hound::SampleFormat::Int => {
+            let bits = spec.bits_per_sample;
+            if !(1..=32).contains(&bits) {
+                return Err(AsrError::UnsupportedWav {
+                    path: path.to_path_buf(),
+                    detail: format!("{bits}-bit integer samples"),
+                });
+            }
+            let scale = 1.0 / (1u64 << (bits - 1)) as f32;
+            reader
+                .into_samples::<i32>()
+                .map(|s| s.map(|v| v as f32 * scale))
+                .collect::<Result<_, _>>()
+                .map_err(wav_err)?
+        }
+    };
+    Ok(interleaved
+        .chunks(channels)
+        .map(|frame| frame.iter().sum::<f32>() / frame.len() as f32)
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn audio_ctx_pads_and_caps() {
+        assert_eq!(audio_ctx_for(0.0), 256);
+        assert_eq!(audio_ctx_for(3.1), 155 + 256);
+        assert_eq!(audio_ctx_for(11.0), 550 + 256);
+        assert_eq!(audio_ctx_for(29.0), 1500);
+        assert_eq!(audio_ctx_for(1e12), 1500);
+        assert_eq!(audio_ctx_for(-1.0), 256);
+    }
+
+    #[test]
+    fn wav_reader_downmixes_and_scales_and_refuses_other_rates() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.wav");
+        let spec = hound::WavSpec {
+            channels: 2,
+            sample_rate: 16_000,
+            bits_per_sample: 16,
+            sample_format: hound::SampleFormat::Int,
+        };
+        let mut w = hound::WavWriter::create(&p, spec).unwrap();
+        for s in [16384i16, 0, -32768, -32768] {
+            w.write_sample(s).unwrap();
+        }
+        w.finalize().unwrap();
+        assert_eq!(read_wav_16k_mono(&p).unwrap(), vec![0.25, -1.0]);
+
+        let q = dir.path().join("r.wav");
+        let mut w = hound::WavWriter::create(
+            &q,
+            hound::WavSpec {
+                sample_rate: 8_000,
+                channels: 1,
+                ..spec
+            },
+        )
+        .unwrap();
+        w.write_sample(0i16).unwrap();
+        w.finalize().unwrap();
+        let err = read_wav_16k_mono(&q).unwrap_err().to_string();
+        assert!(err.contains("8000 Hz"), "{err}");
+    }
+
+    #[test]
+    fn missing_model_names_the_fix() {
+        let err = WhisperEngine::load(Path::new("/nonexistent/ggml.bin"), 1)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("voxlat models fetch"), "{err}");
+    }
+}

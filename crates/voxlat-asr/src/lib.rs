@@ -1,0 +1,10 @@
+//! Speech recognition for voxlat.
+//!
+//! - [`convert`] turns faster-whisper's CTranslate2 checkpoint into the ggml file whisper.cpp
+//!   loads. It is pure Rust and always available.
+//! - `engine` (feature `engine`, on by default) runs whisper.cpp through whisper-rs with the
+//!   settings that matter for short utterances.
+
+pub mod convert;
+#[cfg(feature = "engine")]
+pub mod engine;
