@@ -1,0 +1,225 @@
+//! The full configuration of a run. It is written into every results file and can be loaded
+//! from a TOML or JSON file, so a run can be repeated exactly. The API key is never part of it.
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BenchConfig {
+    pub base_url: Option<String>,
+    /// Models to compare; empty means "ask the server's /models and use the first".
+    pub models: Vec<String>,
+    /// Requests per model before measuring, excluded from statistics.
+    pub warmup: u32,
+    /// Measured requests per cell (ignored when `duration_s` is set).
+    pub requests: u32,
+    /// Measure each cell for this long instead of a request count.
+    pub duration_s: Option<f64>,
+    /// Closed-loop concurrency levels, one cell each.
+    pub concurrency: Vec<u32>,
+    /// Open-loop Poisson arrival rates (requests/s), one cell each; replaces `concurrency`.
+    pub rate: Vec<f64>,
+    /// With several models, each cell is split into this many rounds, run with the models
+    /// interleaved, so drift in the server does not read as a model difference.
+    pub rounds: u32,
+    pub prompt: PromptConfig,
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+    pub top_p: Option<f32>,
+    pub stop: Vec<String>,
+    pub seed: Option<u64>,
+    pub include_usage: bool,
+    /// Further body parameters, sent verbatim.
+    pub extra: serde_json::Map<String, serde_json::Value>,
+    pub fresh_connections: bool,
+    pub http2: bool,
+    pub connect_timeout_s: f64,
+    pub headers_timeout_s: f64,
+    pub idle_timeout_s: f64,
+    pub output_dir: PathBuf,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PromptConfig {
+    pub text: Option<String>,
+    pub file: Option<PathBuf>,
+    pub messages_file: Option<PathBuf>,
+    /// Synthetic prompt of about this many tokens.
+    pub tokens: Option<u32>,
+    pub system: Option<String>,
+}
+
+impl Default for BenchConfig {
+    fn default() -> Self {
+        BenchConfig {
+            base_url: None,
+            models: Vec::new(),
+            warmup: 3,
+            requests: 30,
+            duration_s: None,
+            concurrency: vec![1],
+            rate: Vec::new(),
+            rounds: 5,
+            prompt: PromptConfig::default(),
+            max_tokens: Some(64),
+            temperature: None,
+            top_p: None,
+            stop: Vec::new(),
+            seed: None,
+            include_usage: true,
+            extra: serde_json::Map::new(),
+            fresh_connections: false,
+            http2: false,
+            connect_timeout_s: 10.0,
+            headers_timeout_s: 300.0,
+            idle_timeout_s: 60.0,
+            output_dir: PathBuf::from("results"),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigFileError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("config file {path} is not valid {format}: {detail}")]
+    Parse {
+        path: String,
+        format: &'static str,
+        detail: String,
+    },
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+/// The load of one cell.
+#[derive(Copy, Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Load {
+    /// N requests in flight at all times (closed loop).
+    Concurrency(u32),
+    /// Poisson arrivals at R requests/s, regardless of completions (open loop).
+    Rate(f64),
+}
+
+impl Load {
+    pub fn label(&self) -> String {
+        match self {
+            Load::Concurrency(c) => format!("c={c}"),
+            Load::Rate(r) => format!("rate={r}/s"),
+        }
+    }
+}
+
+impl BenchConfig {
+    /// Loads a `.toml` or `.json` file (by extension; anything else is tried as TOML).
+    pub fn from_file(path: &Path) -> Result<BenchConfig, ConfigFileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigFileError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        if is_json {
+            serde_json::from_str(&text).map_err(|e| ConfigFileError::Parse {
+                path: path.display().to_string(),
+                format: "JSON",
+                detail: e.to_string(),
+            })
+        } else {
+            toml::from_str(&text).map_err(|e| ConfigFileError::Parse {
+                path: path.display().to_string(),
+                format: "TOML",
+                detail: e.to_string(),
+            })
+        }
+    }
+
+    pub fn loads(&self) -> Vec<Load> {
+        if self.rate.is_empty() {
+            self.concurrency.iter().map(|&c| Load::Concurrency(c)).collect()
+        } else {
+            self.rate.iter().map(|&r| Load::Rate(r)).collect()
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigFileError> {
+        let bad = |m: String| Err(ConfigFileError::Invalid(m));
+        if self.concurrency.is_empty() && self.rate.is_empty() {
+            return bad("give at least one --concurrency level or --rate".into());
+        }
+        if self.concurrency.contains(&0) {
+            return bad("--concurrency levels must be at least 1".into());
+        }
+        if let Some(r) = self.rate.iter().find(|r| !(r.is_finite() && **r > 0.0)) {
+            return bad(format!("--rate {r} is not a positive number of requests per second"));
+        }
+        match self.duration_s {
+            Some(d) if !(d.is_finite() && d > 0.0) => return bad(format!("--duration {d} s is not positive")),
+            None if self.requests == 0 => return bad("--requests must be at least 1".into()),
+            _ => {}
+        }
+        let prompts = [
+            self.prompt.text.is_some(),
+            self.prompt.file.is_some(),
+            self.prompt.messages_file.is_some(),
+            self.prompt.tokens.is_some(),
+        ];
+        if prompts.iter().filter(|&&p| p).count() > 1 {
+            return bad("give only one of --prompt, --prompt-file, --messages-file and --prompt-tokens".into());
+        }
+        for (name, v) in [
+            ("--connect-timeout", self.connect_timeout_s),
+            ("--headers-timeout", self.headers_timeout_s),
+            ("--idle-timeout", self.idle_timeout_s),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return bad(format!("{name} {v} s is not positive"));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_and_json_files_load_and_unknown_keys_are_rejected() {
+        let d = tempfile::tempdir().unwrap();
+        let t = d.path().join("b.toml");
+        std::fs::write(&t, "models = [\"a\", \"b\"]\nconcurrency = [1, 4]\nrequests = 50\n[prompt]\ntokens = 500\n").unwrap();
+        let c = BenchConfig::from_file(&t).unwrap();
+        assert_eq!(c.models, vec!["a", "b"]);
+        assert_eq!(c.loads(), vec![Load::Concurrency(1), Load::Concurrency(4)]);
+        assert_eq!(c.prompt.tokens, Some(500));
+        assert_eq!(c.warmup, 3, "unset keys keep defaults");
+
+        let j = d.path().join("b.json");
+        std::fs::write(&j, r#"{"rate": [2.5], "requests": 10}"#).unwrap();
+        assert_eq!(BenchConfig::from_file(&j).unwrap().loads(), vec![Load::Rate(2.5)]);
+
+        std::fs::write(&t, "concurency = [1]\n").unwrap();
+        let err = BenchConfig::from_file(&t).unwrap_err().to_string();
+        assert!(err.contains("concurency") && err.contains("b.toml"), "{err}");
+    }
+
+    #[test]
+    fn validation_names_the_flag() {
+        let c = BenchConfig { concurrency: vec![0], ..BenchConfig::default() };
+        assert!(c.validate().unwrap_err().to_string().contains("--concurrency"));
+        let c = BenchConfig { rate: vec![-1.0], ..BenchConfig::default() };
+        assert!(c.validate().unwrap_err().to_string().contains("--rate"));
+        let mut c = BenchConfig::default();
+        c.prompt.text = Some("x".into());
+        c.prompt.tokens = Some(5);
+        assert!(c.validate().unwrap_err().to_string().contains("only one"));
+        assert!(BenchConfig::default().validate().is_ok());
+    }
+}

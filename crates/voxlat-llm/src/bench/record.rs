@@ -1,0 +1,134 @@
+//! One request of a benchmark, as written to the results file, and the figures derived from it.
+
+use crate::error::ErrorClass;
+use crate::record::StreamOutcome;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use voxlat_core::{EventKind, Nanos, RequestId};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    pub request_id: RequestId,
+    pub cell: String,
+    pub model: String,
+    pub warmup: bool,
+    pub seq: u64,
+    /// Open-loop runs: when the request was due (process clock).
+    pub scheduled: Option<Nanos>,
+    pub error_class: Option<ErrorClass>,
+    pub error: Option<String>,
+    /// Event times on the process clock, by name.
+    pub events: BTreeMap<EventKind, Nanos>,
+    pub outcome: StreamOutcome,
+}
+
+fn ms(ns: i64) -> f64 {
+    ns as f64 / 1e6
+}
+
+impl RequestRecord {
+    pub fn ok(&self) -> bool {
+        self.error_class.is_none()
+    }
+
+    fn span(&self, from: EventKind, to: EventKind) -> Option<f64> {
+        Some(ms(self.events.get(&to)?.signed_since(*self.events.get(&from)?)))
+    }
+
+    /// llm_sent → first non-empty content delta.
+    pub fn ttft_ms(&self) -> Option<f64> {
+        self.span(EventKind::LlmSent, EventKind::LlmFirstToken)
+    }
+
+    /// llm_sent → first answer (non-reasoning) delta.
+    pub fn ttfat_ms(&self) -> Option<f64> {
+        self.span(EventKind::LlmSent, EventKind::LlmFirstAnswerToken)
+    }
+
+    /// llm_sent → response headers.
+    pub fn ttfb_ms(&self) -> Option<f64> {
+        self.span(EventKind::LlmSent, EventKind::LlmHeaders)
+    }
+
+    pub fn first_event_ms(&self) -> Option<f64> {
+        self.span(EventKind::LlmSent, EventKind::LlmFirstEvent)
+    }
+
+    pub fn e2e_ms(&self) -> Option<f64> {
+        self.span(EventKind::LlmSent, EventKind::LlmDone)
+    }
+
+    /// (llm_done − llm_first_token) / (output tokens − 1).
+    pub fn tpot_ms(&self) -> Option<f64> {
+        let tokens = self.outcome.output_tokens?;
+        if tokens < 2 {
+            return None;
+        }
+        Some(self.span(EventKind::LlmFirstToken, EventKind::LlmDone)? / (tokens - 1) as f64)
+    }
+
+    /// Gaps between consecutive content deltas.
+    pub fn itls_ms(&self) -> Vec<f64> {
+        self.outcome
+            .deltas
+            .windows(2)
+            .map(|w| ms(w[1].t.signed_since(w[0].t)))
+            .collect()
+    }
+
+    /// Open loop: how late the request left against its schedule.
+    pub fn send_lag_ms(&self) -> Option<f64> {
+        Some(ms(self.events.get(&EventKind::LlmSent)?.signed_since(self.scheduled?)))
+    }
+
+    /// Open loop: TTFT counted from when the request was due, so a client that fell behind
+    /// cannot hide the wait (coordinated omission).
+    pub fn ttft_from_schedule_ms(&self) -> Option<f64> {
+        Some(ms(self.events.get(&EventKind::LlmFirstToken)?.signed_since(self.scheduled?)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::DeltaStamp;
+
+    #[test]
+    fn derived_figures_follow_the_definitions() {
+        let ms = 1_000_000u64;
+        let mut r = RequestRecord {
+            request_id: RequestId::from_string("r"),
+            cell: "c".into(),
+            model: "m".into(),
+            warmup: false,
+            seq: 0,
+            scheduled: Some(Nanos(0)),
+            error_class: None,
+            error: None,
+            events: BTreeMap::new(),
+            outcome: StreamOutcome::default(),
+        };
+        for (k, t) in [
+            (EventKind::LlmSent, 2),
+            (EventKind::LlmHeaders, 10),
+            (EventKind::LlmFirstEvent, 12),
+            (EventKind::LlmFirstToken, 52),
+            (EventKind::LlmFirstAnswerToken, 52),
+            (EventKind::LlmDone, 142),
+        ] {
+            r.events.insert(k, Nanos(t * ms));
+        }
+        r.outcome.output_tokens = Some(10);
+        r.outcome.deltas = [52, 62, 82].iter().map(|&t| DeltaStamp { t: Nanos(t * ms), chars: 1, reasoning: false }).collect();
+        assert_eq!(r.ttft_ms(), Some(50.0));
+        assert_eq!(r.ttfb_ms(), Some(8.0));
+        assert_eq!(r.first_event_ms(), Some(10.0));
+        assert_eq!(r.e2e_ms(), Some(140.0));
+        assert_eq!(r.tpot_ms(), Some(10.0));
+        assert_eq!(r.itls_ms(), vec![10.0, 20.0]);
+        assert_eq!(r.send_lag_ms(), Some(2.0));
+        assert_eq!(r.ttft_from_schedule_ms(), Some(52.0));
+        r.outcome.output_tokens = Some(1);
+        assert_eq!(r.tpot_ms(), None, "TPOT needs two tokens");
+    }
+}

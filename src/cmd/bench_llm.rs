@@ -1,0 +1,436 @@
+//! `voxlat bench-llm`: flags and config file → a run → tables on stdout and a results file.
+
+use super::table::Table;
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+use voxlat_llm::bench::{self, runner, BenchConfig, CellSummary, PromptSource, ResultsWriter, RunEvent};
+use voxlat_llm::config::Settings;
+use voxlat_llm::{ClientOptions, LlmClient};
+
+/// Measures TTFT, TPOT, ITL and end-to-end latency of any OpenAI-compatible
+/// `/chat/completions` endpoint with `stream: true`.
+///
+/// The endpoint comes from --base-url, else VOXLAT_BASE_URL, else OPENAI_BASE_URL, else a
+/// `.env` file in the current directory; the key likewise from --api-key, VOXLAT_API_KEY,
+/// OPENAI_API_KEY. So pointing it at another server is one variable:
+///
+///   VOXLAT_BASE_URL=http://127.0.0.1:8080/v1 voxlat bench-llm --concurrency 1,4,8
+///
+/// TTFT runs from the request leaving the client to the first delta with non-empty content
+/// (role-only chunks do not count); all times are on one monotonic clock. Warm-up requests
+/// are excluded. Results go to results/bench-llm-<UTC time>-<model>.json, rewritten as the
+/// run goes, so Ctrl-C keeps every completed request.
+#[derive(Args, Debug, Default)]
+#[command(verbatim_doc_comment)]
+pub struct BenchLlmArgs {
+    /// TOML or JSON file with any of the settings below (same names, snake_case); flags override it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Base URL including the version prefix, e.g. http://127.0.0.1:8080/v1. [env: VOXLAT_BASE_URL, OPENAI_BASE_URL]
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+
+    /// API key, sent as "Authorization: Bearer <key>". Prefer the environment: flags show in `ps`. [env: VOXLAT_API_KEY, OPENAI_API_KEY]
+    #[arg(long, value_name = "KEY")]
+    pub api_key: Option<String>,
+
+    /// Model name(s), comma-separated; several models are compared cell by cell, interleaved.
+    /// Default: VOXLAT_MODEL, else the first model the server lists at /models.
+    #[arg(long, value_name = "NAME[,NAME…]", value_delimiter = ',')]
+    pub model: Vec<String>,
+
+    /// Warm-up requests per model before measuring (excluded from statistics). [default: 3]
+    #[arg(long, value_name = "N")]
+    pub warmup: Option<u32>,
+
+    /// Measured requests per cell (a cell is one model at one load level). [default: 30]
+    #[arg(long, value_name = "N")]
+    pub requests: Option<u32>,
+
+    /// Measure each cell for this long instead of a request count, e.g. 30s or 2m.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+
+    /// Closed-loop concurrency levels, one cell each, e.g. 1,4,8,16. [default: 1]
+    #[arg(long, value_name = "N[,N…]", value_delimiter = ',')]
+    pub concurrency: Vec<u32>,
+
+    /// Open-loop Poisson arrivals at R requests/s (one cell per rate) instead of fixed
+    /// concurrency. How late each request left against its schedule is recorded, and TTFT is
+    /// also reported from the scheduled time, so a falling-behind client cannot hide queueing.
+    #[arg(long, value_name = "R[,R…]", value_delimiter = ',')]
+    pub rate: Vec<f64>,
+
+    /// With several models: rounds each cell is split into, models alternating. [default: 5]
+    #[arg(long, value_name = "N")]
+    pub rounds: Option<u32>,
+
+    /// The user message.
+    #[arg(long, value_name = "TEXT")]
+    pub prompt: Option<String>,
+
+    /// The user message, read from a file.
+    #[arg(long, value_name = "FILE")]
+    pub prompt_file: Option<PathBuf>,
+
+    /// A JSON chat: [{"role": "...", "content": "..."}, ...] or {"messages": [...]}.
+    #[arg(long, value_name = "FILE")]
+    pub messages_file: Option<PathBuf>,
+
+    /// A synthetic prompt of about N tokens: N common English words that are one token each in
+    /// GPT-2/Llama/Gemma vocabularies, different for every request so no prefix cache can hit.
+    /// The server's usage.prompt_tokens (recorded per request) gives the true count.
+    #[arg(long, value_name = "N")]
+    pub prompt_tokens: Option<u32>,
+
+    /// A system message put first.
+    #[arg(long, value_name = "TEXT")]
+    pub system: Option<String>,
+
+    /// max_tokens for every request. [default: 64]
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u32>,
+
+    #[arg(long, value_name = "T")]
+    pub temperature: Option<f32>,
+
+    #[arg(long, value_name = "P")]
+    pub top_p: Option<f32>,
+
+    /// A stop string (repeatable).
+    #[arg(long, value_name = "TEXT")]
+    pub stop: Vec<String>,
+
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+
+    /// Do not ask for the usage chunk (stream_options.include_usage); output tokens are then
+    /// counted from deltas, and the results say so.
+    #[arg(long)]
+    pub no_usage: bool,
+
+    /// Any further body parameter, KEY=JSON (repeatable), e.g. --param top_k=40.
+    #[arg(long, value_name = "KEY=JSON", value_parser = parse_param)]
+    pub param: Vec<(String, serde_json::Value)>,
+
+    /// Open a new connection for every request (cold: DNS, TCP and TLS are then recorded per
+    /// request). Default: pooled connections.
+    #[arg(long)]
+    pub fresh_connections: bool,
+
+    /// Speak HTTP/2 (prior knowledge; h2c for http://). Default: HTTP/1.1.
+    #[arg(long)]
+    pub http2: bool,
+
+    /// Connect timeout, e.g. 10s. [default: 10s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub connect_timeout: Option<Duration>,
+
+    /// Longest wait from sending a request to its response headers. [default: 300s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub headers_timeout: Option<Duration>,
+
+    /// Longest silence between two reads of a stream. [default: 60s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub idle_timeout: Option<Duration>,
+
+    /// Directory for the results file. [default: results]
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+
+    /// Exact results file path (overrides --output-dir and the generated name).
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    if let Ok(secs) = s.parse::<f64>() {
+        if secs.is_finite() && secs > 0.0 {
+            return Ok(Duration::from_secs_f64(secs));
+        }
+    }
+    humantime::parse_duration(s).map_err(|e| format!("{e}; use e.g. 30s, 1.5 or 2m"))
+}
+
+fn parse_param(s: &str) -> Result<(String, serde_json::Value), String> {
+    let (k, v) = s.split_once('=').ok_or("expected KEY=JSON, e.g. top_k=40")?;
+    let v = serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::String(v.to_string()));
+    Ok((k.trim().to_string(), v))
+}
+
+impl BenchLlmArgs {
+    /// The config file (or defaults) with every given flag laid over it.
+    fn config(&self) -> Result<BenchConfig> {
+        let mut c = match &self.config {
+            Some(p) => BenchConfig::from_file(p)?,
+            None => BenchConfig::default(),
+        };
+        if self.base_url.is_some() {
+            c.base_url = self.base_url.clone();
+        }
+        if !self.model.is_empty() {
+            c.models = self.model.clone();
+        }
+        macro_rules! set {
+            ($($field:ident => $target:expr),*) => { $(if let Some(v) = self.$field.clone() { $target = v; })* };
+        }
+        set!(warmup => c.warmup, requests => c.requests, rounds => c.rounds, output_dir => c.output_dir);
+        if let Some(d) = self.duration {
+            c.duration_s = Some(d.as_secs_f64());
+        }
+        if !self.concurrency.is_empty() {
+            c.concurrency = self.concurrency.clone();
+        }
+        if !self.rate.is_empty() {
+            c.rate = self.rate.clone();
+        }
+        let p = &mut c.prompt;
+        if self.prompt.is_some() || self.prompt_file.is_some() || self.messages_file.is_some() || self.prompt_tokens.is_some() {
+            // A prompt flag replaces whatever prompt the file chose.
+            p.text = self.prompt.clone();
+            p.file = self.prompt_file.clone();
+            p.messages_file = self.messages_file.clone();
+            p.tokens = self.prompt_tokens;
+        }
+        if self.system.is_some() {
+            p.system = self.system.clone();
+        }
+        if self.max_tokens.is_some() {
+            c.max_tokens = self.max_tokens;
+        }
+        if self.temperature.is_some() {
+            c.temperature = self.temperature;
+        }
+        if self.top_p.is_some() {
+            c.top_p = self.top_p;
+        }
+        if self.seed.is_some() {
+            c.seed = self.seed;
+        }
+        if !self.stop.is_empty() {
+            c.stop = self.stop.clone();
+        }
+        if self.no_usage {
+            c.include_usage = false;
+        }
+        for (k, v) in &self.param {
+            c.extra.insert(k.clone(), v.clone());
+        }
+        c.fresh_connections |= self.fresh_connections;
+        c.http2 |= self.http2;
+        if let Some(d) = self.connect_timeout {
+            c.connect_timeout_s = d.as_secs_f64();
+        }
+        if let Some(d) = self.headers_timeout {
+            c.headers_timeout_s = d.as_secs_f64();
+        }
+        if let Some(d) = self.idle_timeout {
+            c.idle_timeout_s = d.as_secs_f64();
+        }
+        c.validate()?;
+        Ok(c)
+    }
+}
+
+fn prompt_source(c: &BenchConfig) -> Result<PromptSource> {
+    let p = &c.prompt;
+    Ok(if let Some(t) = &p.text {
+        PromptSource::Text(t.clone())
+    } else if let Some(f) = &p.file {
+        PromptSource::from_file(f)?
+    } else if let Some(f) = &p.messages_file {
+        PromptSource::from_messages_file(f)?
+    } else if let Some(n) = p.tokens {
+        PromptSource::Synthetic { tokens: n }
+    } else {
+        PromptSource::Text("Explain in two sentences why the sky is blue.".into())
+    })
+}
+
+pub fn run(args: BenchLlmArgs) -> Result<ExitCode> {
+    let mut cfg = args.config()?;
+    let settings = Settings::from_process()?;
+    let endpoint = settings.endpoint(cfg.base_url.as_deref(), args.api_key.as_deref())?;
+    cfg.base_url = Some(endpoint.base_url.value.clone());
+    let prompt = prompt_source(&cfg)?;
+    let opts = ClientOptions {
+        fresh_connections: cfg.fresh_connections,
+        http2: cfg.http2,
+        connect_timeout: Duration::from_secs_f64(cfg.connect_timeout_s),
+        headers_timeout: Duration::from_secs_f64(cfg.headers_timeout_s),
+        idle_timeout: Duration::from_secs_f64(cfg.idle_timeout_s),
+    };
+    let client = LlmClient::new(endpoint.clone(), opts)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+
+    rt.block_on(async move {
+        if cfg.models.is_empty() {
+            cfg.models = match settings.model(None) {
+                Some(m) => vec![m.value],
+                None => {
+                    let listed = client.list_models().await.map_err(|e| {
+                        anyhow::anyhow!("no model given (--model or VOXLAT_MODEL), and asking the server failed: {e}")
+                    })?;
+                    let first = listed.first().cloned().with_context(|| {
+                        format!("no model given (--model or VOXLAT_MODEL), and {} lists none", endpoint.url("models"))
+                    })?;
+                    eprintln!("model: {first} (the first of {} listed by the server; --model chooses)", listed.len());
+                    vec![first]
+                }
+            };
+        }
+        let models = cfg.models.clone();
+        let cells = runner::cells(&cfg, &models);
+        let path = args
+            .output
+            .clone()
+            .unwrap_or_else(|| bench::results::default_path(&cfg.output_dir, &models));
+        let mut writer = ResultsWriter::new(path, cfg.clone(), &endpoint, prompt.describe(), cells.clone())?;
+
+        let blocks = runner::plan(&cfg, &models);
+        let total: Option<u64> = blocks.iter().map(|b| b.count.map(u64::from)).sum();
+        let bar = progress_bar(total, args.quiet);
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut handle = tokio::spawn(bench::run(client, cfg, prompt, models, tx));
+        let mut signal = std::pin::pin!(shutdown_signal());
+        let mut interrupted = false;
+        let mut run_error = None;
+        let mut run_done = false;
+        loop {
+            tokio::select! {
+                ev = rx.recv() => match ev {
+                    Some(RunEvent::Block { cell, warmup, .. }) => {
+                        bar.set_message(if warmup { cell } else { format!("measuring {cell}") });
+                    }
+                    Some(RunEvent::Record(r)) => {
+                        bar.inc(1);
+                        writer.push(*r)?;
+                    }
+                    None => break,
+                },
+                _ = &mut signal, if !interrupted => {
+                    interrupted = true;
+                    bar.println("interrupted: stopping, keeping every completed request");
+                    handle.abort();
+                }
+                res = &mut handle, if !run_done => {
+                    run_done = true;
+                    if let Ok(Err(e)) = res { run_error = Some(e); }
+                }
+            }
+        }
+        if !run_done {
+            // The record channel closes when the run ends or is aborted; its result follows.
+            if let Ok(Err(e)) = handle.await {
+                run_error = Some(e);
+            }
+        }
+        bar.finish_and_clear();
+        writer.finish(interrupted)?;
+        let results = writer.results();
+        for cell in &results.cells {
+            print!("{}", render_cell(cell));
+        }
+        println!(
+            "Clock: one monotonic process clock. TTFT = request sent -> first non-empty content delta (role-only chunks excluded); TTFB = request sent -> response headers; E2E = request sent -> end of stream. Times in ms; warm-up excluded; percentiles are nearest-rank."
+        );
+        if let Some(cpu) = results.client.cpu_ms_per_request {
+            println!("Client CPU: {cpu:.2} ms per request ({} requests).", results.client.requests);
+        }
+        println!("Results: {}{}", writer.path().display(), if interrupted { " (interrupted)" } else { "" });
+        if let Some(e) = run_error {
+            bail!("{e}");
+        }
+        let measured_ok: usize = results.cells.iter().map(|c| c.ok).sum();
+        if measured_ok == 0 && !interrupted {
+            let first = results.requests.iter().find_map(|r| r.error.clone()).unwrap_or_default();
+            bail!("every request failed; the first error: {first}");
+        }
+        Ok(if interrupted { ExitCode::from(130) } else { ExitCode::SUCCESS })
+    })
+}
+
+fn progress_bar(total: Option<u64>, quiet: bool) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    match total {
+        Some(n) => {
+            let b = ProgressBar::new(n);
+            b.set_style(
+                ProgressStyle::with_template("{bar:30} {pos}/{len} requests  {elapsed_precise}  {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            b
+        }
+        None => {
+            let b = ProgressBar::new_spinner();
+            b.set_style(
+                ProgressStyle::with_template("{spinner} {pos} requests  {elapsed_precise}  {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            b.enable_steady_tick(Duration::from_millis(200));
+            b
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+pub fn render_cell(c: &CellSummary) -> String {
+    let mut out = String::new();
+    let rps = c.throughput_rps.map(|r| format!(", {r:.2} req/s")).unwrap_or_default();
+    let tokens = if c.tokens_from_delta_count > 0 {
+        format!(", output tokens counted from deltas for {} requests (no usage sent)", c.tokens_from_delta_count)
+    } else {
+        String::new()
+    };
+    out.push_str(&format!("\n{}: {} ok, {} errors{rps}{tokens}\n", c.cell, c.ok, c.errors));
+    let mut t = Table::new(&["ms", "n", "mean", "p50", "p95", "p99", "max"]);
+    t.summary_row("TTFT", c.ttft_ms.as_ref());
+    if c.ttfat_ms != c.ttft_ms {
+        t.summary_row("first answer", c.ttfat_ms.as_ref());
+    }
+    t.summary_row("TTFB", c.ttfb_ms.as_ref());
+    t.summary_row("first event", c.first_event_ms.as_ref());
+    t.summary_row("TPOT", c.tpot_ms.as_ref());
+    t.summary_row("ITL", c.itl_ms.as_ref());
+    t.summary_row("E2E", c.e2e_ms.as_ref());
+    if c.send_lag_ms.is_some() {
+        t.summary_row("send lag", c.send_lag_ms.as_ref());
+        t.summary_row("TTFT from due", c.ttft_from_schedule_ms.as_ref());
+    }
+    for (name, s) in &c.server_timings {
+        t.summary_row(&format!("server {name}"), Some(s));
+    }
+    out.push_str(&t.render());
+    for (class, e) in &c.errors_by_class {
+        out.push_str(&format!("  error {class} x{}: {}\n", e.count, e.example));
+    }
+    out
+}
