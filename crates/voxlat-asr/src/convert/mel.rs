@@ -60,7 +60,12 @@ pub fn slaney_mel_filters(sample_rate: u32, n_fft: usize, n_mels: usize) -> Vec<
         for (j, &f) in fft_freqs.iter().enumerate() {
             let lower = -(mel_f[i] - f) / fdiff_lo;
             let upper = (mel_f[i + 2] - f) / fdiff_hi;
-            let w = lower.min(upper).max(0.0) as f32;
+            // numpy's `maximum(0, minimum(lower, upper))`, spelled out with comparisons:
+            // `f64::max` may return either zero when given -0.0 and 0.0, and did differ
+            // between debug and release builds, which changed the output file's checksum.
+            // Like numpy, a -0.0 stays -0.0.
+            let m = if upper < lower { upper } else { lower };
+            let w = if m < 0.0 { 0.0 } else { m } as f32;
             weights[i * n_bins + j] = (w as f64 * enorm) as f32;
         }
     }
@@ -86,7 +91,11 @@ mod tests {
         assert_eq!(w.len(), 80 * 201);
         // Reference values from librosa 0.11 `filters.mel(sr=16000, n_fft=400, n_mels=80)`;
         // the whole matrix was checked bit-identical against it.
-        assert_eq!(w[0], 0.0);
+        assert_eq!(
+            w[0].to_bits(),
+            (-0.0f32).to_bits(),
+            "librosa yields -0.0 here"
+        );
         assert_eq!(w[1], 0.024_862_595_f32);
         assert_eq!(w[201 + 2], 0.022_871_772_f32);
         assert_eq!(w[40 * 201 + 43], 0.014_735_566_f32);
