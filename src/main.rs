@@ -17,6 +17,8 @@ struct Cli {
 enum Command {
     /// Benchmark an OpenAI-compatible streaming endpoint: TTFT, TPOT, ITL and E2E per cell.
     BenchLlm(Box<cmd::bench_llm::BenchLlmArgs>),
+    /// Fetch, list and verify the models and native libraries (Whisper, Piper, ONNX Runtime, Gemma, Silero VAD).
+    Models(cmd::models::ModelsArgs),
 }
 
 fn main() -> ExitCode {
@@ -25,6 +27,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::BenchLlm(args) => cmd::bench_llm::run(*args),
+        Command::Models(args) => cmd::models::run(args),
     };
     match result {
         Ok(code) => code,

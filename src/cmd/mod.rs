@@ -1,4 +1,5 @@
 pub mod bench_llm;
+pub mod models;
 pub mod table;
 
 /// Logs go to stderr, off unless `RUST_LOG` asks for them: stdout is for results.
