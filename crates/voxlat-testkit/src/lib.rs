@@ -249,6 +249,13 @@ async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>, stop: tok
         .route("/v1/chat/completions", post(chat))
         .route("/v1/models", get(models))
         .with_state(shared);
+    // Without TCP_NODELAY, Nagle's algorithm holds each small SSE write until the previous
+    // one is acknowledged, and the client's delayed ACK makes that ~40 ms: the "server send
+    // time" would then be a lie by that much.
+    use axum::serve::ListenerExt;
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     let _ = axum::serve(listener, app)
         .with_graceful_shutdown(async {
             let _ = stop.await;

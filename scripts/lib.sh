@@ -1,0 +1,42 @@
+# Shared by scripts/setup.sh and scripts/test.sh. Every step checks before it installs, so a
+# second run does nothing but verify.
+
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+# Debian/Ubuntu package names; see shared/docs/models.md for why each is needed.
+SYSTEM_PACKAGES=(cmake clang libclang-dev g++ pkg-config python3 python3-pip ca-certificates curl)
+
+install_system_packages() {
+  local missing=()
+  for p in "${SYSTEM_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  # A pip from elsewhere (pyenv, venv) does as well as Debian's.
+  if [[ " ${missing[*]} " == *" python3-pip "* ]] && python3 -m pip --version >/dev/null 2>&1; then
+    missing=("${missing[@]/python3-pip}")
+  fi
+  if [[ " ${missing[*]} " == *" python3 "* ]] && command -v python3 >/dev/null 2>&1; then
+    missing=("${missing[@]/python3}")
+  fi
+  local want=()
+  for p in "${missing[@]}"; do [[ -n "$p" ]] && want+=("$p"); done
+  if ((${#want[@]})); then
+    step "installing system packages: ${want[*]}"
+    local sudo=""
+    [[ $(id -u) -ne 0 ]] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${want[@]}" >/dev/null
+  fi
+}
+
+ensure_rust() {
+  if ! command -v cargo >/dev/null 2>&1; then
+    echo "cargo is not installed: install Rust from https://rustup.rs (rustc 1.85 or newer), then run this again." >&2
+    exit 1
+  fi
+}
+
+fetch_models() {
+  step "fetching and verifying models (cached in \${VOXLAT_MODELS_DIR:-~/.cache/voxlat/models})"
+  cargo run --quiet --locked -- models fetch --all
+}
