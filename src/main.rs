@@ -7,7 +7,11 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "voxlat", version, about = "A real-time voice agent pipeline that measures itself")]
+#[command(
+    name = "voxlat",
+    version,
+    about = "A real-time voice agent pipeline that measures itself"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -7,17 +7,36 @@ use voxlat_testkit::{Builder, Script, ScriptedServer};
 
 fn voxlat() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_voxlat"));
-    for v in ["VOXLAT_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_BASE", "VOXLAT_API_KEY", "OPENAI_API_KEY", "VOXLAT_MODEL", "OPENAI_MODEL"] {
+    for v in [
+        "VOXLAT_BASE_URL",
+        "OPENAI_BASE_URL",
+        "OPENAI_API_BASE",
+        "VOXLAT_API_KEY",
+        "OPENAI_API_KEY",
+        "VOXLAT_MODEL",
+        "OPENAI_MODEL",
+    ] {
         c.env_remove(v);
     }
-    for v in ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"] {
+    for v in [
+        "HTTP_PROXY",
+        "http_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+        "NO_PROXY",
+        "no_proxy",
+    ] {
         c.env_remove(v);
     }
     c
 }
 
 async fn output(mut cmd: Command) -> Output {
-    tokio::task::spawn_blocking(move || cmd.output().expect("run voxlat")).await.unwrap()
+    tokio::task::spawn_blocking(move || cmd.output().expect("run voxlat"))
+        .await
+        .unwrap()
 }
 
 fn read_json(p: &Path) -> serde_json::Value {
@@ -25,7 +44,11 @@ fn read_json(p: &Path) -> serde_json::Value {
 }
 
 fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 async fn server(script: Script) -> ScriptedServer {
@@ -40,18 +63,37 @@ async fn one_env_var_points_it_at_a_server_and_results_are_complete() {
     let mut cmd = voxlat();
     cmd.env("VOXLAT_BASE_URL", s.base_url())
         .env("VOXLAT_API_KEY", "sk-never-shown-0001")
-        .args(["bench-llm", "--requests", "6", "--warmup", "2", "--concurrency", "1,3", "--quiet", "-o"])
+        .args([
+            "bench-llm",
+            "--requests",
+            "6",
+            "--warmup",
+            "2",
+            "--concurrency",
+            "1,3",
+            "--quiet",
+            "-o",
+        ])
         .arg(&out_file)
         .current_dir(dir.path());
     let o = output(cmd).await;
     let all = text(&o);
     assert!(o.status.success(), "{all}");
-    assert!(all.contains("scripted-model c=1") && all.contains("scripted-model c=3"), "{all}");
-    assert!(all.contains("TTFT") && all.contains("TPOT") && all.contains("ITL"), "{all}");
+    assert!(
+        all.contains("scripted-model c=1") && all.contains("scripted-model c=3"),
+        "{all}"
+    );
+    assert!(
+        all.contains("TTFT") && all.contains("TPOT") && all.contains("ITL"),
+        "{all}"
+    );
     assert!(!all.contains("sk-never-shown-0001"));
 
     let raw = std::fs::read_to_string(&out_file).unwrap();
-    assert!(!raw.contains("sk-never-shown-0001"), "API key leaked into the results file");
+    assert!(
+        !raw.contains("sk-never-shown-0001"),
+        "API key leaked into the results file"
+    );
     let r: serde_json::Value = serde_json::from_str(&raw).unwrap();
     assert_eq!(r["header"]["schema_version"], 1);
     assert_eq!(r["header"]["interrupted"], false);
@@ -65,10 +107,17 @@ async fn one_env_var_points_it_at_a_server_and_results_are_complete() {
         assert!(c["ttft_ms"]["p50"].as_f64().unwrap() > 0.0);
     }
     let req = &r["requests"][3];
-    assert!(req["events"]["llm_first_token"].as_u64().unwrap() > req["events"]["llm_sent"].as_u64().unwrap());
+    assert!(
+        req["events"]["llm_first_token"].as_u64().unwrap()
+            > req["events"]["llm_sent"].as_u64().unwrap()
+    );
     assert_eq!(r["endpoint"]["api_key"]["value"], "<redacted>");
     // Every request the server saw carried the request ID the results file holds.
-    let ids: Vec<String> = s.requests().iter().filter_map(|q| q.request_id.clone()).collect();
+    let ids: Vec<String> = s
+        .requests()
+        .iter()
+        .filter_map(|q| q.request_id.clone())
+        .collect();
     for rec in r["requests"].as_array().unwrap() {
         assert!(ids.contains(&rec["request_id"].as_str().unwrap().to_string()));
     }
@@ -76,30 +125,51 @@ async fn one_env_var_points_it_at_a_server_and_results_are_complete() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn config_file_and_open_loop_rate() {
-    let s = server(Script { ttft: Duration::from_millis(5), ..Script::default() }).await;
+    let s = server(Script {
+        ttft: Duration::from_millis(5),
+        ..Script::default()
+    })
+    .await;
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("bench.toml");
     std::fs::write(&cfg, format!("base_url = \"{}\"\nrate = [20.0]\nrequests = 8\nwarmup = 1\nmax_tokens = 7\n[prompt]\ntokens = 50\n", s.base_url())).unwrap();
     let mut cmd = voxlat();
-    cmd.args(["bench-llm", "--quiet", "--config"]).arg(&cfg).arg("--output-dir").arg(dir.path());
+    cmd.args(["bench-llm", "--quiet", "--config"])
+        .arg(&cfg)
+        .arg("--output-dir")
+        .arg(dir.path());
     let o = output(cmd).await;
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("send lag"), "{}", text(&o));
-    let file = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "json")).unwrap();
-    assert!(file.file_name().unwrap().to_string_lossy().starts_with("bench-llm-"));
+    let file = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .unwrap();
+    assert!(file
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .starts_with("bench-llm-"));
     let r = read_json(&file);
     assert_eq!(r["config"]["rate"][0], 20.0);
     assert_eq!(r["cells"][0]["load"], "rate=20/s");
     assert_eq!(r["cells"][0]["send_lag_ms"]["n"], 8);
     assert!(r["requests"][1]["scheduled"].is_u64());
     assert_eq!(s.requests()[0].body["max_tokens"], 7);
-    let prompt = s.requests()[0].body["messages"][0]["content"].as_str().unwrap().to_string();
+    let prompt = s.requests()[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert!(prompt.split(' ').count() >= 50, "{prompt}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_wrong_key_stops_at_the_first_request_with_the_fix_and_no_key() {
-    let s = Builder::fixed(Script::default()).require_key("sk-good").start().await;
+    let s = Builder::fixed(Script::default())
+        .require_key("sk-good")
+        .start()
+        .await;
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = voxlat();
     cmd.env("VOXLAT_BASE_URL", s.base_url())
@@ -109,27 +179,47 @@ async fn a_wrong_key_stops_at_the_first_request_with_the_fix_and_no_key() {
     let o = output(cmd).await;
     let all = text(&o);
     assert!(!o.status.success());
-    assert!(all.contains("401") && all.contains("OPENAI_API_KEY"), "{all}");
+    assert!(
+        all.contains("401") && all.contains("OPENAI_API_KEY"),
+        "{all}"
+    );
     assert!(!all.contains("sk-bad-key-9876"), "key printed: {all}");
     assert_eq!(s.requests().len(), 1, "stopped after the first request");
     for e in std::fs::read_dir(dir.path()).unwrap() {
-        assert!(!std::fs::read_to_string(e.unwrap().path()).unwrap().contains("sk-bad-key-9876"));
+        assert!(!std::fs::read_to_string(e.unwrap().path())
+            .unwrap()
+            .contains("sk-bad-key-9876"));
     }
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn proxy_from_the_environment_is_named_in_the_error() {
     let s = server(Script::default()).await;
-    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = voxlat();
     cmd.env("HTTP_PROXY", format!("http://user:pw@127.0.0.1:{dead}"))
-        .args(["bench-llm", "--quiet", "--model", "m", "--base-url", &s.base_url(), "--output-dir"])
+        .args([
+            "bench-llm",
+            "--quiet",
+            "--model",
+            "m",
+            "--base-url",
+            &s.base_url(),
+            "--output-dir",
+        ])
         .arg(dir.path());
     let o = output(cmd).await;
     let all = text(&o);
     assert!(!o.status.success());
-    assert!(all.contains("proxy") && all.contains("NO_PROXY=127.0.0.1"), "{all}");
+    assert!(
+        all.contains("proxy") && all.contains("NO_PROXY=127.0.0.1"),
+        "{all}"
+    );
     assert!(!all.contains("user:pw"), "proxy credentials printed: {all}");
 }
 
@@ -143,7 +233,14 @@ async fn bad_input_gets_a_clear_error_not_a_panic() {
     assert!(text(&o).contains("VOXLAT_BASE_URL"), "{}", text(&o));
 
     let mut cmd = voxlat();
-    cmd.args(["bench-llm", "--base-url", "http://127.0.0.1:9/v1", "--messages-file", "nope.json"]).current_dir(dir.path());
+    cmd.args([
+        "bench-llm",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--messages-file",
+        "nope.json",
+    ])
+    .current_dir(dir.path());
     let o = output(cmd).await;
     assert!(text(&o).contains("nope.json"), "{}", text(&o));
     assert!(!text(&o).contains("panicked"));
@@ -151,12 +248,24 @@ async fn bad_input_gets_a_clear_error_not_a_panic() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sigint_keeps_every_completed_request() {
-    let s = server(Script { itl: Duration::from_millis(40), ..Script::with_tokens(5) }).await;
+    let s = server(Script {
+        itl: Duration::from_millis(40),
+        ..Script::with_tokens(5)
+    })
+    .await;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("r.json");
     let child = voxlat()
         .env("VOXLAT_BASE_URL", s.base_url())
-        .args(["bench-llm", "--requests", "1000", "--warmup", "0", "--quiet", "-o"])
+        .args([
+            "bench-llm",
+            "--requests",
+            "1000",
+            "--warmup",
+            "0",
+            "--quiet",
+            "-o",
+        ])
         .arg(&file)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -178,7 +287,9 @@ async fn sigint_keeps_every_completed_request() {
     assert!(seen >= 3, "no requests flushed");
     // SAFETY: sending a signal to our own child process.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let o = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap()).await.unwrap();
+    let o = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
     assert_eq!(o.status.code(), Some(130), "{}", text(&o));
     let r = read_json(&file);
     assert_eq!(r["header"]["interrupted"], true);

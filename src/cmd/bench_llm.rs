@@ -7,7 +7,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-use voxlat_llm::bench::{self, runner, BenchConfig, CellSummary, PromptSource, ResultsWriter, RunEvent};
+use voxlat_llm::bench::{
+    self, runner, BenchConfig, CellSummary, PromptSource, ResultsWriter, RunEvent,
+};
 use voxlat_llm::config::Settings;
 use voxlat_llm::{ClientOptions, LlmClient};
 
@@ -162,7 +164,9 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 fn parse_param(s: &str) -> Result<(String, serde_json::Value), String> {
-    let (k, v) = s.split_once('=').ok_or("expected KEY=JSON, e.g. top_k=40")?;
+    let (k, v) = s
+        .split_once('=')
+        .ok_or("expected KEY=JSON, e.g. top_k=40")?;
     let v = serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::String(v.to_string()));
     Ok((k.trim().to_string(), v))
 }
@@ -194,7 +198,11 @@ impl BenchLlmArgs {
             c.rate = self.rate.clone();
         }
         let p = &mut c.prompt;
-        if self.prompt.is_some() || self.prompt_file.is_some() || self.messages_file.is_some() || self.prompt_tokens.is_some() {
+        if self.prompt.is_some()
+            || self.prompt_file.is_some()
+            || self.messages_file.is_some()
+            || self.prompt_tokens.is_some()
+        {
             // A prompt flag replaces whatever prompt the file chose.
             p.text = self.prompt.clone();
             p.file = self.prompt_file.clone();
@@ -370,8 +378,10 @@ fn progress_bar(total: Option<u64>, quiet: bool) -> ProgressBar {
         Some(n) => {
             let b = ProgressBar::new(n);
             b.set_style(
-                ProgressStyle::with_template("{bar:30} {pos}/{len} requests  {elapsed_precise}  {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                ProgressStyle::with_template(
+                    "{bar:30} {pos}/{len} requests  {elapsed_precise}  {msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
             b
         }
@@ -404,13 +414,22 @@ async fn shutdown_signal() {
 
 pub fn render_cell(c: &CellSummary) -> String {
     let mut out = String::new();
-    let rps = c.throughput_rps.map(|r| format!(", {r:.2} req/s")).unwrap_or_default();
+    let rps = c
+        .throughput_rps
+        .map(|r| format!(", {r:.2} req/s"))
+        .unwrap_or_default();
     let tokens = if c.tokens_from_delta_count > 0 {
-        format!(", output tokens counted from deltas for {} requests (no usage sent)", c.tokens_from_delta_count)
+        format!(
+            ", output tokens counted from deltas for {} requests (no usage sent)",
+            c.tokens_from_delta_count
+        )
     } else {
         String::new()
     };
-    out.push_str(&format!("\n{}: {} ok, {} errors{rps}{tokens}\n", c.cell, c.ok, c.errors));
+    out.push_str(&format!(
+        "\n{}: {} ok, {} errors{rps}{tokens}\n",
+        c.cell, c.ok, c.errors
+    ));
     let mut t = Table::new(&["ms", "n", "mean", "p50", "p95", "p99", "max"]);
     t.summary_row("TTFT", c.ttft_ms.as_ref());
     if c.ttfat_ms != c.ttft_ms {

@@ -21,7 +21,11 @@ impl Table {
         match s {
             Some(s) => {
                 cells.push(s.n.to_string());
-                cells.extend([s.mean, s.p50, s.p95, s.p99, s.max].iter().map(|v| fmt_num(*v)));
+                cells.extend(
+                    [s.mean, s.p50, s.p95, s.p99, s.max]
+                        .iter()
+                        .map(|v| fmt_num(*v)),
+                );
             }
             None => cells.extend(std::iter::repeat_n("-".to_string(), 6)),
         }
@@ -76,7 +80,10 @@ mod tests {
     #[test]
     fn columns_align_and_missing_summaries_show_dashes() {
         let mut t = Table::new(&["metric", "n", "mean", "p50", "p95", "p99", "max"]);
-        t.summary_row("TTFT", Summary::from_samples(&[1.0, 2.0, 300.0], 0).as_ref());
+        t.summary_row(
+            "TTFT",
+            Summary::from_samples(&[1.0, 2.0, 300.0], 0).as_ref(),
+        );
         t.summary_row("TPOT", None);
         let s = t.render();
         let lines: Vec<&str> = s.lines().collect();

@@ -31,7 +31,9 @@ pub fn now() -> Nanos {
 /// u64 nanoseconds last 584 years, so overflow is not a concern; arithmetic between points
 /// is signed ([`Nanos::signed_since`]) so that a misordered pair shows as negative rather than
 /// wrapping or saturating silently.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct Nanos(pub u64);
 

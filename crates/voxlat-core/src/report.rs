@@ -89,7 +89,13 @@ mod tests {
         assert_eq!(read_header(&doc).unwrap(), h);
         let mut old = doc.clone();
         old["header"]["schema_version"] = 99.into();
-        assert!(matches!(read_header(&old), Err(SchemaError::Version { found: 99 })));
-        assert!(matches!(read_header(&serde_json::json!({})), Err(SchemaError::NotResults)));
+        assert!(matches!(
+            read_header(&old),
+            Err(SchemaError::Version { found: 99 })
+        ));
+        assert!(matches!(
+            read_header(&serde_json::json!({})),
+            Err(SchemaError::NotResults)
+        ));
     }
 }

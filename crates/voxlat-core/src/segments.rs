@@ -32,13 +32,34 @@ pub const VOICE_TO_VOICE: Chain = Chain {
     name: "voice_to_voice",
     start: EventKind::SpeechEnd,
     steps: &[
-        Step { name: "endpointing", to: EventKind::Endpoint },
-        Step { name: "asr", to: EventKind::AsrDone },
-        Step { name: "llm_ttft", to: EventKind::LlmFirstToken },
-        Step { name: "llm_thinking", to: EventKind::LlmFirstAnswerToken },
-        Step { name: "llm_first_chunk", to: EventKind::FirstChunk },
-        Step { name: "tts_first_audio", to: EventKind::TtsFirstAudio },
-        Step { name: "playout", to: EventKind::PlayoutStart },
+        Step {
+            name: "endpointing",
+            to: EventKind::Endpoint,
+        },
+        Step {
+            name: "asr",
+            to: EventKind::AsrDone,
+        },
+        Step {
+            name: "llm_ttft",
+            to: EventKind::LlmFirstToken,
+        },
+        Step {
+            name: "llm_thinking",
+            to: EventKind::LlmFirstAnswerToken,
+        },
+        Step {
+            name: "llm_first_chunk",
+            to: EventKind::FirstChunk,
+        },
+        Step {
+            name: "tts_first_audio",
+            to: EventKind::TtsFirstAudio,
+        },
+        Step {
+            name: "playout",
+            to: EventKind::PlayoutStart,
+        },
     ],
 };
 
@@ -47,10 +68,22 @@ pub const LLM_REQUEST: Chain = Chain {
     name: "llm_request",
     start: EventKind::LlmSent,
     steps: &[
-        Step { name: "headers", to: EventKind::LlmHeaders },
-        Step { name: "first_event", to: EventKind::LlmFirstEvent },
-        Step { name: "first_token", to: EventKind::LlmFirstToken },
-        Step { name: "generation", to: EventKind::LlmDone },
+        Step {
+            name: "headers",
+            to: EventKind::LlmHeaders,
+        },
+        Step {
+            name: "first_event",
+            to: EventKind::LlmFirstEvent,
+        },
+        Step {
+            name: "first_token",
+            to: EventKind::LlmFirstToken,
+        },
+        Step {
+            name: "generation",
+            to: EventKind::LlmDone,
+        },
     ],
 };
 
@@ -150,10 +183,23 @@ mod tests {
         let ms = 1_000_000;
         let snap = snapshot_with(
             &VOICE_TO_VOICE,
-            &[0, 300 * ms, 550 * ms, 700 * ms, 700 * ms, 820 * ms, 900 * ms, 920 * ms],
+            &[
+                0,
+                300 * ms,
+                550 * ms,
+                700 * ms,
+                700 * ms,
+                820 * ms,
+                900 * ms,
+                920 * ms,
+            ],
         );
         let b = VOICE_TO_VOICE.compute(&snap).unwrap();
-        let got: Vec<(&str, i64)> = b.segments.iter().map(|s| (s.name.as_str(), s.ns / ms as i64)).collect();
+        let got: Vec<(&str, i64)> = b
+            .segments
+            .iter()
+            .map(|s| (s.name.as_str(), s.ns / ms as i64))
+            .collect();
         assert_eq!(
             got,
             vec![
@@ -175,7 +221,13 @@ mod tests {
     fn a_missing_event_is_named() {
         let snap = snapshot_with(&LLM_REQUEST, &[1, 2, 3]);
         let err = LLM_REQUEST.compute(&snap).unwrap_err();
-        assert!(matches!(err, BreakdownError::Missing { event: EventKind::LlmFirstToken, .. }));
+        assert!(matches!(
+            err,
+            BreakdownError::Missing {
+                event: EventKind::LlmFirstToken,
+                ..
+            }
+        ));
         assert!(err.to_string().contains("llm_first_token"));
     }
 

@@ -67,7 +67,10 @@ mod tests {
         let v: Vec<f64> = (1..=100).map(f64::from).collect();
         let s = Summary::from_samples(&v, 2).unwrap();
         assert_eq!((s.n, s.errors), (100, 2));
-        assert_eq!((s.p50, s.p95, s.p99, s.max, s.min), (50.0, 95.0, 99.0, 100.0, 1.0));
+        assert_eq!(
+            (s.p50, s.p95, s.p99, s.max, s.min),
+            (50.0, 95.0, 99.0, 100.0, 1.0)
+        );
         assert!((s.mean - 50.5).abs() < 1e-12);
     }
 

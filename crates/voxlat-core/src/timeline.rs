@@ -127,7 +127,10 @@ mod tests {
         tl.mark_at(EventKind::LlmSent, Nanos(10));
         tl.mark_at(EventKind::LlmFirstToken, Nanos(25));
         let snap = tl.snapshot();
-        assert_eq!(snap.span_ns(EventKind::LlmSent, EventKind::LlmFirstToken), Some(15));
+        assert_eq!(
+            snap.span_ns(EventKind::LlmSent, EventKind::LlmFirstToken),
+            Some(15)
+        );
         let json = serde_json::to_value(&snap).unwrap();
         assert_eq!(json["events"]["llm_first_token"], 25);
         assert_eq!(json["request_id"], "r1");

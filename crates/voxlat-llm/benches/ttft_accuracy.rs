@@ -21,7 +21,10 @@ use voxlat_llm::{ChatRequest, ClientOptions, Endpoint, LlmClient, Message};
 use voxlat_testkit::{Builder, Script, ScriptedServer};
 
 fn thread_cpu_s() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes into the struct we own.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
@@ -39,19 +42,37 @@ fn request() -> ChatRequest {
 
 /// Runs `total` requests with `concurrency` in flight; returns (request id → client TTFT
 /// stamp in ns, CPU seconds of this thread).
-fn drive(server: &ScriptedServer, concurrency: usize, total: usize, multi_thread: bool) -> (HashMap<String, u64>, f64) {
+fn drive(
+    server: &ScriptedServer,
+    concurrency: usize,
+    total: usize,
+    multi_thread: bool,
+) -> (HashMap<String, u64>, f64) {
     let rt = if multi_thread {
-        tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap()
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap()
     } else {
-        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
     };
-    let client = LlmClient::new(Endpoint::new(&server.base_url(), None), ClientOptions::default()).unwrap();
+    let client = LlmClient::new(
+        Endpoint::new(&server.base_url(), None),
+        ClientOptions::default(),
+    )
+    .unwrap();
     rt.block_on(async {
         // Warm-up: open the pooled connections first.
         let mut set = tokio::task::JoinSet::new();
         for _ in 0..concurrency {
             let c = client.clone();
-            set.spawn(async move { c.stream_chat(&request(), &Timeline::new(RequestId::new()), |_| {}).await });
+            set.spawn(async move {
+                c.stream_chat(&request(), &Timeline::new(RequestId::new()), |_| {})
+                    .await
+            });
         }
         while set.join_next().await.is_some() {}
     });
@@ -65,7 +86,11 @@ fn drive(server: &ScriptedServer, concurrency: usize, total: usize, multi_thread
             set.spawn(async move {
                 let mut out = Vec::new();
                 while remaining
-                    .fetch_update(std::sync::atomic::Ordering::AcqRel, std::sync::atomic::Ordering::Acquire, |n| n.checked_sub(1))
+                    .fetch_update(
+                        std::sync::atomic::Ordering::AcqRel,
+                        std::sync::atomic::Ordering::Acquire,
+                        |n| n.checked_sub(1),
+                    )
                     .is_ok()
                 {
                     let tl = Timeline::new(RequestId::new());

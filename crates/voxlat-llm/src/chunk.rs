@@ -111,14 +111,18 @@ mod tests {
 
     #[test]
     fn role_only_chunk_has_no_content() {
-        let c = chunk(r#"{"id":"x","choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}"#);
+        let c = chunk(
+            r#"{"id":"x","choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}"#,
+        );
         assert_eq!(c.choices[0].delta.role.as_deref(), Some("assistant"));
         assert!(c.choices[0].delta.content.is_none());
     }
 
     #[test]
     fn usage_chunk_with_empty_choices() {
-        let c = chunk(r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17,"prompt_tokens_details":{"cached_tokens":8}}}"#);
+        let c = chunk(
+            r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17,"prompt_tokens_details":{"cached_tokens":8}}}"#,
+        );
         assert!(c.choices.is_empty());
         let u = c.usage.unwrap();
         assert_eq!(u.completion_tokens, Some(5));
@@ -145,7 +149,9 @@ mod tests {
 
     #[test]
     fn unknown_fields_and_nulls_are_tolerated() {
-        let c = chunk(r#"{"object":"chat.completion.chunk","system_fingerprint":null,"choices":[{"index":0,"delta":{"content":"Hi","tool_calls":null},"logprobs":null}],"usage":null}"#);
+        let c = chunk(
+            r#"{"object":"chat.completion.chunk","system_fingerprint":null,"choices":[{"index":0,"delta":{"content":"Hi","tool_calls":null},"logprobs":null}],"usage":null}"#,
+        );
         assert_eq!(c.choices[0].delta.content.as_deref(), Some("Hi"));
         assert!(c.usage.is_none());
     }

@@ -73,7 +73,10 @@ impl ChatRequest {
             o.insert("seed".into(), v.into());
         }
         if self.include_usage {
-            o.insert("stream_options".into(), serde_json::json!({ "include_usage": true }));
+            o.insert(
+                "stream_options".into(),
+                serde_json::json!({ "include_usage": true }),
+            );
         }
         for (k, v) in &self.extra {
             o.insert(k.clone(), v.clone());
@@ -138,7 +141,11 @@ impl LlmClient {
         if opts.fresh_connections {
             b = b.pool_max_idle_per_host(0);
         }
-        b = if opts.http2 { b.http2_prior_knowledge() } else { b.http1_only() };
+        b = if opts.http2 {
+            b.http2_prior_knowledge()
+        } else {
+            b.http1_only()
+        };
         let http = b
             .build()
             .map_err(|e| LlmError::Other(format!("cannot build the HTTP client: {}", chain(&e))))?;
@@ -219,7 +226,10 @@ impl LlmClient {
             return Err(self.status_error(resp, &url).await);
         }
         let content_type = header_str(&resp, "content-type").unwrap_or_default();
-        if !content_type.to_ascii_lowercase().starts_with("text/event-stream") {
+        if !content_type
+            .to_ascii_lowercase()
+            .starts_with("text/event-stream")
+        {
             let body = self.read_body(resp).await;
             return Err(LlmError::NotSse {
                 url,
@@ -233,7 +243,11 @@ impl LlmClient {
         let mut events: Vec<SseEvent> = Vec::new();
         let mut think = ThinkSplitter::new();
         loop {
-            let wait = if out.done_marker { AFTER_DONE_GRACE } else { self.opts.idle_timeout };
+            let wait = if out.done_marker {
+                AFTER_DONE_GRACE
+            } else {
+                self.opts.idle_timeout
+            };
             let next = tokio::time::timeout(wait, stream.next()).await;
             let t = clock::now();
             match next {
@@ -289,7 +303,10 @@ impl LlmClient {
             401 | 403 => LlmError::Unauthorized {
                 status,
                 url: url.to_string(),
-                hint: auth_hint(self.endpoint.key().is_some(), self.endpoint.api_key.as_ref().map(|k| k.source.as_str())),
+                hint: auth_hint(
+                    self.endpoint.key().is_some(),
+                    self.endpoint.api_key.as_ref().map(|k| k.source.as_str()),
+                ),
                 body,
             },
             404 => LlmError::NotFound {
@@ -336,7 +353,10 @@ impl LlmClient {
             return LlmError::Dns { host, detail };
         }
         if tls {
-            return LlmError::Tls { url: url.into(), detail };
+            return LlmError::Tls {
+                url: url.into(),
+                detail,
+            };
         }
         if e.is_timeout() {
             return LlmError::Timeout {
@@ -507,9 +527,15 @@ fn auth_hint(key_present: bool, source: Option<&str>) -> String {
 /// Calls `f` on `e` and every error below it. `io::Error` needs special care: its `source()`
 /// skips the error it wraps (it returns the *inner* error's source), and TLS stacks wrap
 /// `rustls::Error` in one or two layers of `io::Error`.
-fn visit_sources(e: &(dyn std::error::Error + 'static), f: &mut dyn FnMut(&(dyn std::error::Error + 'static))) {
+fn visit_sources(
+    e: &(dyn std::error::Error + 'static),
+    f: &mut dyn FnMut(&(dyn std::error::Error + 'static)),
+) {
     f(e);
-    if let Some(inner) = e.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()) {
+    if let Some(inner) = e
+        .downcast_ref::<std::io::Error>()
+        .and_then(|io| io.get_ref())
+    {
         visit_sources(inner, f);
     }
     if let Some(src) = e.source() {
@@ -549,7 +575,9 @@ pub fn env_proxy_for(url: &str, host: &str) -> Option<String> {
     let proxy = get(vars)?;
     if let Some(no) = get(&["NO_PROXY", "no_proxy"]) {
         let exempt = no.split(',').map(str::trim).any(|p| {
-            p == "*" || p == host || (!p.is_empty() && host.ends_with(&format!(".{}", p.trim_start_matches('.'))))
+            p == "*"
+                || p == host
+                || (!p.is_empty() && host.ends_with(&format!(".{}", p.trim_start_matches('.'))))
         });
         if exempt {
             return None;
@@ -591,7 +619,10 @@ mod tests {
 
     #[test]
     fn proxy_credentials_are_not_shown() {
-        assert_eq!(strip_userinfo("http://user:pw@proxy:3128"), "http://proxy:3128");
+        assert_eq!(
+            strip_userinfo("http://user:pw@proxy:3128"),
+            "http://proxy:3128"
+        );
         assert_eq!(strip_userinfo("http://proxy:3128"), "http://proxy:3128");
     }
 }

@@ -161,16 +161,22 @@ impl Settings {
         }
         let from = |map: &HashMap<String, String>, label: &str| {
             vars.iter().find_map(|var| {
-                map.get(*var).filter(|v| !v.trim().is_empty()).map(|v| Sourced {
-                    value: v.clone(),
-                    source: format!("{label} {var}"),
-                })
+                map.get(*var)
+                    .filter(|v| !v.trim().is_empty())
+                    .map(|v| Sourced {
+                        value: v.clone(),
+                        source: format!("{label} {var}"),
+                    })
             })
         };
         from(&self.env, "env").or_else(|| from(&self.dotenv, &self.dotenv_path))
     }
 
-    pub fn endpoint(&self, base_flag: Option<&str>, key_flag: Option<&str>) -> Result<Endpoint, ConfigError> {
+    pub fn endpoint(
+        &self,
+        base_flag: Option<&str>,
+        key_flag: Option<&str>,
+    ) -> Result<Endpoint, ConfigError> {
         let base = self
             .pick(base_flag.map(|v| ("--base-url", v)), BASE_URL_VARS)
             .ok_or(ConfigError::NoBaseUrl)?;
@@ -208,22 +214,37 @@ mod tests {
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
     fn flags_beat_env_beat_dotenv() {
         let d = tempfile::tempdir().unwrap();
         let dot = d.path().join(".env");
-        std::fs::write(&dot, "VOXLAT_BASE_URL=http://dotenv/v1\nOPENAI_API_KEY=sk-dot\nVOXLAT_MODEL=m-dot\n").unwrap();
+        std::fs::write(
+            &dot,
+            "VOXLAT_BASE_URL=http://dotenv/v1\nOPENAI_API_KEY=sk-dot\nVOXLAT_MODEL=m-dot\n",
+        )
+        .unwrap();
         let s = Settings::load(env(&[("OPENAI_BASE_URL", "http://env/v1/")]), &dot).unwrap();
         let e = s.endpoint(None, None).unwrap();
         assert_eq!(e.base_url.value, "http://env/v1");
         assert_eq!(e.base_url.source, "env OPENAI_BASE_URL");
         assert_eq!(e.key().unwrap().expose(), "sk-dot");
-        assert!(e.api_key.as_ref().unwrap().source.ends_with("OPENAI_API_KEY"));
+        assert!(e
+            .api_key
+            .as_ref()
+            .unwrap()
+            .source
+            .ends_with("OPENAI_API_KEY"));
         let e = s.endpoint(Some("http://flag/v1"), Some("sk-flag")).unwrap();
-        assert_eq!((e.base_url.value.as_str(), e.key().unwrap().expose()), ("http://flag/v1", "sk-flag"));
+        assert_eq!(
+            (e.base_url.value.as_str(), e.key().unwrap().expose()),
+            ("http://flag/v1", "sk-flag")
+        );
         assert_eq!(s.model(None).unwrap().value, "m-dot");
         assert_eq!(s.model(Some("m-flag")).unwrap().source, "--model");
     }
@@ -231,24 +252,37 @@ mod tests {
     #[test]
     fn voxlat_vars_beat_openai_vars() {
         let s = Settings::load(
-            env(&[("OPENAI_BASE_URL", "http://openai/v1"), ("VOXLAT_BASE_URL", "http://vox/v1")]),
+            env(&[
+                ("OPENAI_BASE_URL", "http://openai/v1"),
+                ("VOXLAT_BASE_URL", "http://vox/v1"),
+            ]),
             Path::new("/nonexistent/.env"),
         )
         .unwrap();
-        assert_eq!(s.endpoint(None, None).unwrap().base_url.value, "http://vox/v1");
+        assert_eq!(
+            s.endpoint(None, None).unwrap().base_url.value,
+            "http://vox/v1"
+        );
     }
 
     #[test]
     fn missing_and_malformed_base_url_explain_the_fix() {
         let s = Settings::load(env(&[]), Path::new("/nonexistent/.env")).unwrap();
-        assert!(s.endpoint(None, None).unwrap_err().to_string().contains("VOXLAT_BASE_URL"));
+        assert!(s
+            .endpoint(None, None)
+            .unwrap_err()
+            .to_string()
+            .contains("VOXLAT_BASE_URL"));
         let err = s.endpoint(Some("localhost:8080/v1"), None).unwrap_err();
         assert!(err.to_string().contains("http://"), "{err}");
     }
 
     #[test]
     fn full_endpoint_url_is_reduced_to_the_base() {
-        assert_eq!(Endpoint::new("http://h/v1/chat/completions", None).url("chat/completions"), "http://h/v1/chat/completions");
+        assert_eq!(
+            Endpoint::new("http://h/v1/chat/completions", None).url("chat/completions"),
+            "http://h/v1/chat/completions"
+        );
     }
 
     #[test]
@@ -256,8 +290,14 @@ mod tests {
         let k = ApiKey::new("Bearer sk-secret-123").unwrap();
         assert_eq!(k.expose(), "sk-secret-123");
         assert!(!format!("{k:?} {k}").contains("secret"));
-        assert_eq!(serde_json::to_string(&k).unwrap(), format!("\"{REDACTED}\""));
-        assert_eq!(k.scrub("bad key sk-secret-123!"), format!("bad key {REDACTED}!"));
+        assert_eq!(
+            serde_json::to_string(&k).unwrap(),
+            format!("\"{REDACTED}\"")
+        );
+        assert_eq!(
+            k.scrub("bad key sk-secret-123!"),
+            format!("bad key {REDACTED}!")
+        );
         assert!(ApiKey::new("  ").is_none());
     }
 }

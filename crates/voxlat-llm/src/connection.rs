@@ -99,7 +99,10 @@ pub struct TimedConnectLayer {
 impl<S> tower::Layer<S> for TimedConnectLayer {
     type Service = TimedConnect<S>;
     fn layer(&self, inner: S) -> TimedConnect<S> {
-        TimedConnect { inner, tls: self.tls }
+        TimedConnect {
+            inner,
+            tls: self.tls,
+        }
     }
 }
 

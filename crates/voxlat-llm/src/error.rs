@@ -50,22 +50,45 @@ impl ErrorClass {
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum LlmError {
     #[error("HTTP {status} from {url}: the server rejected the credentials. {hint}{}", body_suffix(.body))]
-    Unauthorized { status: u16, url: String, hint: String, body: String },
+    Unauthorized {
+        status: u16,
+        url: String,
+        hint: String,
+        body: String,
+    },
 
     #[error("HTTP 404 from {url}: {hint}{}", body_suffix(.body))]
-    NotFound { url: String, hint: String, body: String },
+    NotFound {
+        url: String,
+        hint: String,
+        body: String,
+    },
 
     #[error("HTTP {status} from {url}{}{}", retry_suffix(.retry_after), body_suffix(.body))]
-    Status { status: u16, url: String, body: String, retry_after: Option<String> },
+    Status {
+        status: u16,
+        url: String,
+        body: String,
+        retry_after: Option<String>,
+    },
 
     #[error("connection refused by {addr}: nothing is listening there. Is the server running, and is the port right?{}", proxy_suffix(.proxy))]
     ConnectionRefused { addr: String, proxy: Option<String> },
 
     #[error("cannot connect to {url} through the proxy {proxy}: {detail}. The proxy comes from the environment (HTTP_PROXY/HTTPS_PROXY/ALL_PROXY); set NO_PROXY={host} to bypass it for this host")]
-    Proxy { url: String, proxy: String, host: String, detail: String },
+    Proxy {
+        url: String,
+        proxy: String,
+        host: String,
+        detail: String,
+    },
 
     #[error("cannot connect to {url}: {detail}{}", proxy_suffix(.proxy))]
-    Connect { url: String, detail: String, proxy: Option<String> },
+    Connect {
+        url: String,
+        detail: String,
+        proxy: Option<String>,
+    },
 
     #[error("DNS lookup of {host:?} failed: {detail}. Check the host name in the base URL")]
     Dns { host: String, detail: String },
@@ -74,10 +97,18 @@ pub enum LlmError {
     Tls { url: String, detail: String },
 
     #[error("timed out after {:.1} s {phase}; raise {flag} if the server is just slow", .after.as_secs_f64())]
-    Timeout { phase: &'static str, after: Duration, flag: &'static str },
+    Timeout {
+        phase: &'static str,
+        after: Duration,
+        flag: &'static str,
+    },
 
     #[error("the response from {url} is not a server-sent event stream (Content-Type: {content_type:?}). The server may not support \"stream\": true at this path{}", body_suffix(.body))]
-    NotSse { url: String, content_type: String, body: String },
+    NotSse {
+        url: String,
+        content_type: String,
+        body: String,
+    },
 
     #[error("the server sent an error in the stream: {message}")]
     StreamError { message: String },
@@ -101,7 +132,9 @@ fn body_suffix(body: &str) -> String {
 }
 
 fn retry_suffix(r: &Option<String>) -> String {
-    r.as_ref().map(|r| format!(" (Retry-After: {r})")).unwrap_or_default()
+    r.as_ref()
+        .map(|r| format!(" (Retry-After: {r})"))
+        .unwrap_or_default()
 }
 
 fn proxy_suffix(p: &Option<String>) -> String {
@@ -134,7 +167,9 @@ impl LlmError {
     /// The HTTP status, where there was one.
     pub fn status(&self) -> Option<u16> {
         match self {
-            LlmError::Unauthorized { status, .. } | LlmError::Status { status, .. } => Some(*status),
+            LlmError::Unauthorized { status, .. } | LlmError::Status { status, .. } => {
+                Some(*status)
+            }
             LlmError::NotFound { .. } => Some(404),
             _ => None,
         }
@@ -186,9 +221,17 @@ mod tests {
 
     #[test]
     fn classes_have_stable_names() {
-        let e = LlmError::Status { status: 429, url: "u".into(), body: String::new(), retry_after: Some("2".into()) };
+        let e = LlmError::Status {
+            status: 429,
+            url: "u".into(),
+            body: String::new(),
+            retry_after: Some("2".into()),
+        };
         assert_eq!(e.class().name(), "rate_limited");
         assert!(e.to_string().contains("Retry-After: 2"));
-        assert_eq!(serde_json::to_string(&ErrorClass::NotSse).unwrap(), "\"not_sse\"");
+        assert_eq!(
+            serde_json::to_string(&ErrorClass::NotSse).unwrap(),
+            "\"not_sse\""
+        );
     }
 }

@@ -65,7 +65,9 @@ impl ThinkSplitter {
 fn partial_suffix_len(s: &str, tag: &str) -> usize {
     (1..tag.len())
         .rev()
-        .find(|&n| s.len() >= n && s.is_char_boundary(s.len() - n) && tag.starts_with(&s[s.len() - n..]))
+        .find(|&n| {
+            s.len() >= n && s.is_char_boundary(s.len() - n) && tag.starts_with(&s[s.len() - n..])
+        })
         .unwrap_or(0)
 }
 
@@ -93,7 +95,10 @@ mod tests {
     }
 
     fn piece(reasoning: bool, text: &str) -> Piece {
-        Piece { reasoning, text: text.into() }
+        Piece {
+            reasoning,
+            text: text.into(),
+        }
     }
 
     #[test]
@@ -104,7 +109,10 @@ mod tests {
     #[test]
     fn tags_split_across_deltas() {
         let got = run(&["<thi", "nk>let me", " see</th", "ink>", "The answer"]);
-        assert_eq!(got, vec![piece(true, "let me see"), piece(false, "The answer")]);
+        assert_eq!(
+            got,
+            vec![piece(true, "let me see"), piece(false, "The answer")]
+        );
     }
 
     #[test]

@@ -4,7 +4,9 @@
 use std::time::Duration;
 use voxlat_core::{EventKind, Nanos, RequestId, Timeline};
 use voxlat_llm::record::TokenSource;
-use voxlat_llm::{ChatRequest, ClientOptions, Endpoint, ErrorClass, LlmClient, LlmError, Message, StreamOutcome};
+use voxlat_llm::{
+    ChatRequest, ClientOptions, Endpoint, ErrorClass, LlmClient, LlmError, Message, StreamOutcome,
+};
 use voxlat_testkit::{Builder, ReasoningStyle, Script, ScriptedServer};
 
 fn request() -> ChatRequest {
@@ -17,11 +19,17 @@ fn request() -> ChatRequest {
     }
 }
 
-async fn run_with(server_base: &str, key: Option<&str>, opts: ClientOptions) -> (Timeline, StreamOutcome, Option<LlmError>, Vec<String>) {
+async fn run_with(
+    server_base: &str,
+    key: Option<&str>,
+    opts: ClientOptions,
+) -> (Timeline, StreamOutcome, Option<LlmError>, Vec<String>) {
     let client = LlmClient::new(Endpoint::new(server_base, key), opts).unwrap();
     let tl = Timeline::new(RequestId::new());
     let mut seen = Vec::new();
-    let (out, err) = client.stream_chat(&request(), &tl, |d| seen.push(d.text.to_string())).await;
+    let (out, err) = client
+        .stream_chat(&request(), &tl, |d| seen.push(d.text.to_string()))
+        .await;
     (tl, out, err, seen)
 }
 
@@ -37,14 +45,21 @@ fn at(tl: &Timeline, k: EventKind) -> Nanos {
 
 #[tokio::test]
 async fn role_only_chunk_does_not_end_ttft() {
-    let script = Script { ttft: Duration::from_millis(150), itl: Duration::from_millis(300), ..Script::default() };
+    let script = Script {
+        ttft: Duration::from_millis(150),
+        itl: Duration::from_millis(300),
+        ..Script::default()
+    };
     let (server, tl, out, err) = run(script).await;
     assert!(err.is_none(), "{err:?}");
     let served = &server.requests()[0];
     let first_sent = served.content_sent[0];
     let first_token = at(&tl, EventKind::LlmFirstToken);
     // Causality: TTFT cannot end before the server sent content...
-    assert!(first_token >= first_sent, "client stamped first token before the server sent it");
+    assert!(
+        first_token >= first_sent,
+        "client stamped first token before the server sent it"
+    );
     // ...and must end with the first content, not the second (sent 300 ms later).
     assert!(first_token < served.content_sent[1]);
     // The role chunk arrived as the first event, long before content was even sent.
@@ -89,7 +104,11 @@ async fn usage_chunk_with_empty_choices_gives_the_token_count() {
 
 #[tokio::test]
 async fn without_usage_deltas_are_counted_and_it_says_so() {
-    let (_s, _tl, out, err) = run(Script { usage: false, ..Script::with_tokens(6) }).await;
+    let (_s, _tl, out, err) = run(Script {
+        usage: false,
+        ..Script::with_tokens(6)
+    })
+    .await;
     assert!(err.is_none());
     assert_eq!(out.output_tokens, Some(6));
     assert_eq!(out.output_tokens_source, Some(TokenSource::DeltaCount));
@@ -97,7 +116,11 @@ async fn without_usage_deltas_are_counted_and_it_says_so() {
 
 #[tokio::test]
 async fn stream_ending_without_done_is_accepted_and_flagged() {
-    let (_s, tl, out, err) = run(Script { done: false, ..Script::default() }).await;
+    let (_s, tl, out, err) = run(Script {
+        done: false,
+        ..Script::default()
+    })
+    .await;
     assert!(err.is_none(), "{err:?}");
     assert!(!out.done_marker);
     assert_eq!(out.text, "Hello, world.");
@@ -116,9 +139,18 @@ async fn reasoning_case(style: ReasoningStyle) {
     let sent = &server.requests()[0].content_sent;
     let first = at(&tl, EventKind::LlmFirstToken);
     let answer = at(&tl, EventKind::LlmFirstAnswerToken);
-    assert!(first >= sent[0] && first < sent[1], "{style:?}: TTFT must end at the first reasoning token");
-    assert!(answer >= sent[3], "{style:?}: first answer token is the 4th content event");
-    assert_eq!(out.text, "Hello, world.", "{style:?}: reasoning must not leak into the answer");
+    assert!(
+        first >= sent[0] && first < sent[1],
+        "{style:?}: TTFT must end at the first reasoning token"
+    );
+    assert!(
+        answer >= sent[3],
+        "{style:?}: first answer token is the 4th content event"
+    );
+    assert_eq!(
+        out.text, "Hello, world.",
+        "{style:?}: reasoning must not leak into the answer"
+    );
     assert_eq!(out.reasoning_chars, "Let me think".len() as u64);
     assert_eq!(out.deltas.iter().filter(|d| d.reasoning).count(), 3);
 }
@@ -140,18 +172,29 @@ async fn think_tags_inside_content() {
 
 #[tokio::test]
 async fn error_event_mid_stream_keeps_partial_timings() {
-    let (_s, tl, out, err) = run(Script { error_event_after: Some(2), ..Script::default() }).await;
+    let (_s, tl, out, err) = run(Script {
+        error_event_after: Some(2),
+        ..Script::default()
+    })
+    .await;
     let err = err.expect("error event must fail the request");
     assert_eq!(err.class(), ErrorClass::StreamError);
     assert!(err.to_string().contains("scripted overload"), "{err}");
-    assert!(tl.get(EventKind::LlmFirstToken).is_some(), "partial timings kept");
+    assert!(
+        tl.get(EventKind::LlmFirstToken).is_some(),
+        "partial timings kept"
+    );
     assert_eq!(out.text, "Hello,");
     assert!(tl.get(EventKind::LlmDone).is_none());
 }
 
 #[tokio::test]
 async fn invalid_json_in_a_chunk() {
-    let (_s, _tl, _out, err) = run(Script { invalid_json_after: Some(1), ..Script::default() }).await;
+    let (_s, _tl, _out, err) = run(Script {
+        invalid_json_after: Some(1),
+        ..Script::default()
+    })
+    .await;
     let err = err.unwrap();
     assert_eq!(err.class(), ErrorClass::InvalidChunk);
     assert!(err.to_string().contains("not json"), "{err}");
@@ -159,7 +202,11 @@ async fn invalid_json_in_a_chunk() {
 
 #[tokio::test]
 async fn mid_stream_disconnect() {
-    let (_s, tl, out, err) = run(Script { disconnect_after: Some(2), ..Script::default() }).await;
+    let (_s, tl, out, err) = run(Script {
+        disconnect_after: Some(2),
+        ..Script::default()
+    })
+    .await;
     assert_eq!(err.unwrap().class(), ErrorClass::Disconnected);
     assert_eq!(out.deltas.len(), 2);
     assert!(tl.get(EventKind::LlmFirstToken).is_some());
@@ -167,7 +214,11 @@ async fn mid_stream_disconnect() {
 
 #[tokio::test]
 async fn http_500_shows_the_body() {
-    let (_s, tl, out, err) = run(Script::error(500, r#"{"error":{"message":"model crashed"}}"#)).await;
+    let (_s, tl, out, err) = run(Script::error(
+        500,
+        r#"{"error":{"message":"model crashed"}}"#,
+    ))
+    .await;
     let err = err.unwrap();
     assert_eq!(err.class(), ErrorClass::HttpStatus);
     assert_eq!(err.status(), Some(500));
@@ -178,7 +229,10 @@ async fn http_500_shows_the_body() {
 
 #[tokio::test]
 async fn http_429_reports_retry_after() {
-    let script = Script { retry_after: Some("7".into()), ..Script::error(429, "slow down") };
+    let script = Script {
+        retry_after: Some("7".into()),
+        ..Script::error(429, "slow down")
+    };
     let (_s, _tl, _out, err) = run(script).await;
     let err = err.unwrap();
     assert_eq!(err.class(), ErrorClass::RateLimited);
@@ -187,13 +241,21 @@ async fn http_429_reports_retry_after() {
 
 #[tokio::test]
 async fn unauthorized_without_key_and_with_a_wrong_key() {
-    let server = Builder::fixed(Script::default()).require_key("sk-right-key").start().await;
+    let server = Builder::fixed(Script::default())
+        .require_key("sk-right-key")
+        .start()
+        .await;
     let (_tl, _o, err, _) = run_with(&server.base_url(), None, ClientOptions::default()).await;
     let err = err.unwrap();
     assert_eq!(err.class(), ErrorClass::Unauthorized);
     assert!(err.to_string().contains("No API key was set"), "{err}");
 
-    let (_tl, _o, err, _) = run_with(&server.base_url(), Some("sk-wrong-secret-1234"), ClientOptions::default()).await;
+    let (_tl, _o, err, _) = run_with(
+        &server.base_url(),
+        Some("sk-wrong-secret-1234"),
+        ClientOptions::default(),
+    )
+    .await;
     let msg = err.unwrap().to_string();
     assert!(msg.contains("Bearer"), "{msg}");
     // The server echoes the key it got; the message must not.
@@ -201,10 +263,18 @@ async fn unauthorized_without_key_and_with_a_wrong_key() {
     assert!(msg.contains("<redacted>"), "{msg}");
 
     // A pasted "Bearer " prefix still authenticates.
-    let (_tl, out, err, _) = run_with(&server.base_url(), Some("Bearer sk-right-key"), ClientOptions::default()).await;
+    let (_tl, out, err, _) = run_with(
+        &server.base_url(),
+        Some("Bearer sk-right-key"),
+        ClientOptions::default(),
+    )
+    .await;
     assert!(err.is_none(), "{err:?}");
     assert_eq!(out.text, "Hello, world.");
-    assert_eq!(server.requests()[2].authorization.as_deref(), Some("Bearer sk-right-key"));
+    assert_eq!(
+        server.requests()[2].authorization.as_deref(),
+        Some("Bearer sk-right-key")
+    );
 }
 
 #[tokio::test]
@@ -219,7 +289,11 @@ async fn not_found_suggests_v1() {
 
 #[tokio::test]
 async fn non_sse_response() {
-    let script = Script { content_type: "application/json".into(), body: Some(r#"{"choices":[{"message":{"content":"hi"}}]}"#.into()), ..Script::default() };
+    let script = Script {
+        content_type: "application/json".into(),
+        body: Some(r#"{"choices":[{"message":{"content":"hi"}}]}"#.into()),
+        ..Script::default()
+    };
     let (_s, _tl, _o, err) = run(script).await;
     let err = err.unwrap();
     assert_eq!(err.class(), ErrorClass::NotSse);
@@ -232,7 +306,12 @@ async fn connection_refused() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    let (_tl, _o, err, _) = run_with(&format!("http://127.0.0.1:{port}/v1"), None, ClientOptions::default()).await;
+    let (_tl, _o, err, _) = run_with(
+        &format!("http://127.0.0.1:{port}/v1"),
+        None,
+        ClientOptions::default(),
+    )
+    .await;
     let err = err.unwrap();
     assert_eq!(err.class(), ErrorClass::ConnectionRefused, "{err}");
     assert!(err.to_string().contains(&port.to_string()), "{err}");
@@ -240,7 +319,12 @@ async fn connection_refused() {
 
 #[tokio::test]
 async fn dns_failure() {
-    let (_tl, _o, err, _) = run_with("http://no-such-host.invalid/v1", None, ClientOptions::default()).await;
+    let (_tl, _o, err, _) = run_with(
+        "http://no-such-host.invalid/v1",
+        None,
+        ClientOptions::default(),
+    )
+    .await;
     let err = err.unwrap();
     assert_eq!(err.class(), ErrorClass::Dns, "{err}");
     assert!(err.to_string().contains("no-such-host.invalid"), "{err}");
@@ -249,7 +333,12 @@ async fn dns_failure() {
 #[tokio::test]
 async fn tls_to_a_plain_http_server() {
     let server = Builder::fixed(Script::default()).start().await;
-    let (_tl, _o, err, _) = run_with(&format!("https://{}/v1", server.addr), None, ClientOptions::default()).await;
+    let (_tl, _o, err, _) = run_with(
+        &format!("https://{}/v1", server.addr),
+        None,
+        ClientOptions::default(),
+    )
+    .await;
     let err = err.unwrap();
     assert_eq!(err.class(), ErrorClass::Tls, "{err}");
     assert!(err.to_string().contains("http://"), "{err}");
@@ -257,8 +346,16 @@ async fn tls_to_a_plain_http_server() {
 
 #[tokio::test]
 async fn stalled_stream_hits_the_idle_timeout() {
-    let server = Builder::fixed(Script { itl: Duration::from_secs(5), ..Script::default() }).start().await;
-    let opts = ClientOptions { idle_timeout: Duration::from_millis(300), ..ClientOptions::default() };
+    let server = Builder::fixed(Script {
+        itl: Duration::from_secs(5),
+        ..Script::default()
+    })
+    .start()
+    .await;
+    let opts = ClientOptions {
+        idle_timeout: Duration::from_millis(300),
+        ..ClientOptions::default()
+    };
     let (tl, out, err, _) = run_with(&server.base_url(), None, opts).await;
     let err = err.unwrap();
     assert_eq!(err.class(), ErrorClass::Timeout);
@@ -269,8 +366,16 @@ async fn stalled_stream_hits_the_idle_timeout() {
 
 #[tokio::test]
 async fn headers_never_arriving_hit_the_headers_timeout() {
-    let server = Builder::fixed(Script { headers_delay: Duration::from_secs(5), ..Script::default() }).start().await;
-    let opts = ClientOptions { headers_timeout: Duration::from_millis(300), ..ClientOptions::default() };
+    let server = Builder::fixed(Script {
+        headers_delay: Duration::from_secs(5),
+        ..Script::default()
+    })
+    .start()
+    .await;
+    let opts = ClientOptions {
+        headers_timeout: Duration::from_millis(300),
+        ..ClientOptions::default()
+    };
     let (tl, _o, err, _) = run_with(&server.base_url(), None, opts).await;
     assert!(err.unwrap().to_string().contains("response headers"));
     assert!(tl.get(EventKind::LlmSent).is_some());
@@ -281,17 +386,31 @@ async fn headers_never_arriving_hit_the_headers_timeout() {
 async fn request_id_is_sent_and_echo_recorded() {
     let server = Builder::fixed(Script::default()).start().await;
     let (tl, out, _e, _) = run_with(&server.base_url(), None, ClientOptions::default()).await;
-    assert_eq!(server.requests()[0].request_id.as_deref(), Some(tl.id().as_str()));
+    assert_eq!(
+        server.requests()[0].request_id.as_deref(),
+        Some(tl.id().as_str())
+    );
     assert_eq!(out.server_request_id.as_deref(), Some(tl.id().as_str()));
     assert_eq!(server.requests()[0].body["stream"], true);
-    assert_eq!(server.requests()[0].body["stream_options"]["include_usage"], true);
+    assert_eq!(
+        server.requests()[0].body["stream_options"]["include_usage"],
+        true
+    );
 }
 
 #[tokio::test]
 async fn pooled_requests_reuse_the_connection_and_fresh_ones_do_not() {
-    let server = Builder::fixed(Script { ttft: Duration::ZERO, ..Script::default() }).start().await;
+    let server = Builder::fixed(Script {
+        ttft: Duration::ZERO,
+        ..Script::default()
+    })
+    .start()
+    .await;
     for (fresh, expect_second_new) in [(false, false), (true, true)] {
-        let opts = ClientOptions { fresh_connections: fresh, ..ClientOptions::default() };
+        let opts = ClientOptions {
+            fresh_connections: fresh,
+            ..ClientOptions::default()
+        };
         let client = LlmClient::new(Endpoint::new(&server.base_url(), None), opts).unwrap();
         let mut news = Vec::new();
         for _ in 0..2 {
@@ -312,7 +431,10 @@ async fn pooled_requests_reuse_the_connection_and_fresh_ones_do_not() {
 #[tokio::test]
 async fn http2_prior_knowledge() {
     let server = Builder::fixed(Script::default()).start().await;
-    let opts = ClientOptions { http2: true, ..ClientOptions::default() };
+    let opts = ClientOptions {
+        http2: true,
+        ..ClientOptions::default()
+    };
     let (tl, out, err, seen) = run_with(&server.base_url(), None, opts).await;
     assert!(err.is_none(), "{err:?}");
     assert_eq!(out.http_version.as_deref(), Some("HTTP/2.0"));
@@ -322,7 +444,11 @@ async fn http2_prior_knowledge() {
 
 #[tokio::test]
 async fn server_timings_are_kept() {
-    let (_s, _tl, out, err) = run(Script { timings: true, ..Script::default() }).await;
+    let (_s, _tl, out, err) = run(Script {
+        timings: true,
+        ..Script::default()
+    })
+    .await;
     assert!(err.is_none());
     assert_eq!(out.server_timings.unwrap()["prompt_n"], 10);
 }
@@ -330,6 +456,13 @@ async fn server_timings_are_kept() {
 #[tokio::test]
 async fn list_models() {
     let server = Builder::fixed(Script::default()).start().await;
-    let client = LlmClient::new(Endpoint::new(&server.base_url(), None), ClientOptions::default()).unwrap();
-    assert_eq!(client.list_models().await.unwrap(), vec!["scripted-model".to_string()]);
+    let client = LlmClient::new(
+        Endpoint::new(&server.base_url(), None),
+        ClientOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        client.list_models().await.unwrap(),
+        vec!["scripted-model".to_string()]
+    );
 }

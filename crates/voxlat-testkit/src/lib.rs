@@ -178,7 +178,9 @@ impl Builder {
     }
 
     /// The script is chosen per request, from its JSON body and its index (0-based).
-    pub fn per_request(f: impl Fn(&serde_json::Value, usize) -> Script + Send + Sync + 'static) -> Builder {
+    pub fn per_request(
+        f: impl Fn(&serde_json::Value, usize) -> Script + Send + Sync + 'static,
+    ) -> Builder {
         Builder {
             script: Box::new(f),
             required_key: None,
@@ -203,7 +205,9 @@ impl Builder {
     /// Starts on the current tokio runtime, on an ephemeral loopback port.
     pub async fn start(self) -> ScriptedServer {
         let shared = self.into_shared();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind loopback");
         let addr = listener.local_addr().expect("local addr");
         let (tx, rx) = tokio::sync::oneshot::channel();
         tokio::spawn(serve(listener, shared.clone(), rx));
@@ -238,13 +242,19 @@ impl Builder {
         ScriptedServer {
             addr,
             shared,
-            _runtime: Some(OwnedRuntime { thread: Some(thread) }),
+            _runtime: Some(OwnedRuntime {
+                thread: Some(thread),
+            }),
             shutdown: Some(tx),
         }
     }
 }
 
-async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>, stop: tokio::sync::oneshot::Receiver<()>) {
+async fn serve(
+    listener: tokio::net::TcpListener,
+    shared: Arc<Shared>,
+    stop: tokio::sync::oneshot::Receiver<()>,
+) {
     let app = Router::new()
         .route("/v1/chat/completions", post(chat))
         .route("/v1/models", get(models))
@@ -270,7 +280,11 @@ impl ScriptedServer {
     }
 
     pub fn requests(&self) -> Vec<ServedRequest> {
-        self.shared.log.lock().map(|l| l.clone()).unwrap_or_default()
+        self.shared
+            .log
+            .lock()
+            .map(|l| l.clone())
+            .unwrap_or_default()
     }
 }
 
@@ -283,13 +297,20 @@ impl Drop for ScriptedServer {
 }
 
 async fn models() -> impl IntoResponse {
-    axum::Json(serde_json::json!({"object": "list", "data": [{"id": "scripted-model", "object": "model"}]}))
+    axum::Json(
+        serde_json::json!({"object": "list", "data": [{"id": "scripted-model", "object": "model"}]}),
+    )
 }
 
 async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     let received = clock::now();
     let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
-    let header = |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let header = |n: &str| {
+        headers
+            .get(n)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
     let authorization = header("authorization");
     let request_id = header("x-request-id");
     let index = {
@@ -393,7 +414,11 @@ async fn generate(s: Script, tx: mpsc::Sender<Frame>) {
             };
             let last = pieces.len() - 1;
             for (i, p) in pieces.into_iter().enumerate() {
-                let f = Frame { bytes: Ok(Bytes::from(p)), content: content && i == last, end: false };
+                let f = Frame {
+                    bytes: Ok(Bytes::from(p)),
+                    content: content && i == last,
+                    end: false,
+                };
                 if tx.send(f).await.is_err() {
                     return false;
                 }
@@ -405,7 +430,17 @@ async fn generate(s: Script, tx: mpsc::Sender<Frame>) {
             true
         }
     };
-    if s.role_chunk && !send_event(chunk_json(serde_json::json!({"role": "assistant", "content": ""}), None).to_string(), false).await {
+    if s.role_chunk
+        && !send_event(
+            chunk_json(
+                serde_json::json!({"role": "assistant", "content": ""}),
+                None,
+            )
+            .to_string(),
+            false,
+        )
+        .await
+    {
         return;
     }
     tokio::time::sleep(s.ttft).await;
@@ -437,18 +472,35 @@ async fn generate(s: Script, tx: mpsc::Sender<Frame>) {
             tokio::time::sleep(s.itl).await;
         }
         if s.disconnect_after == Some(sent) {
-            let _ = tx.send(Frame { bytes: Err(std::io::Error::other("scripted disconnect")), content: false, end: false }).await;
+            let _ = tx
+                .send(Frame {
+                    bytes: Err(std::io::Error::other("scripted disconnect")),
+                    content: false,
+                    end: false,
+                })
+                .await;
             return;
         }
         if s.error_event_after == Some(sent) {
-            let mut text = format!("event: error{nl}data: {}{nl}{nl}", serde_json::json!({"error": {"message": "scripted overload"}}));
+            let mut text = format!(
+                "event: error{nl}data: {}{nl}{nl}",
+                serde_json::json!({"error": {"message": "scripted overload"}})
+            );
             if s.keepalive {
                 text.insert_str(0, &format!(": keep-alive{nl}{nl}"));
             }
-            let _ = tx.send(Frame { bytes: Ok(Bytes::from(text)), content: false, end: false }).await;
+            let _ = tx
+                .send(Frame {
+                    bytes: Ok(Bytes::from(text)),
+                    content: false,
+                    end: false,
+                })
+                .await;
             return;
         }
-        if s.invalid_json_after == Some(sent) && !send_event("{\"choices\": [ this is not json".into(), false).await {
+        if s.invalid_json_after == Some(sent)
+            && !send_event("{\"choices\": [ this is not json".into(), false).await
+        {
             return;
         }
         let mut chunk = chunk_json(delta, (i + 1 == total).then_some("stop"));
@@ -470,5 +522,11 @@ async fn generate(s: Script, tx: mpsc::Sender<Frame>) {
     if s.done && !send_event("[DONE]".into(), false).await {
         return;
     }
-    let _ = tx.send(Frame { bytes: Ok(Bytes::new()), content: false, end: true }).await;
+    let _ = tx
+        .send(Frame {
+            bytes: Ok(Bytes::new()),
+            content: false,
+            end: true,
+        })
+        .await;
 }

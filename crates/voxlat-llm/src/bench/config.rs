@@ -124,7 +124,9 @@ impl BenchConfig {
             path: path.display().to_string(),
             source,
         })?;
-        let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        let is_json = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"));
         if is_json {
             serde_json::from_str(&text).map_err(|e| ConfigFileError::Parse {
                 path: path.display().to_string(),
@@ -142,7 +144,10 @@ impl BenchConfig {
 
     pub fn loads(&self) -> Vec<Load> {
         if self.rate.is_empty() {
-            self.concurrency.iter().map(|&c| Load::Concurrency(c)).collect()
+            self.concurrency
+                .iter()
+                .map(|&c| Load::Concurrency(c))
+                .collect()
         } else {
             self.rate.iter().map(|&r| Load::Rate(r)).collect()
         }
@@ -157,10 +162,14 @@ impl BenchConfig {
             return bad("--concurrency levels must be at least 1".into());
         }
         if let Some(r) = self.rate.iter().find(|r| !(r.is_finite() && **r > 0.0)) {
-            return bad(format!("--rate {r} is not a positive number of requests per second"));
+            return bad(format!(
+                "--rate {r} is not a positive number of requests per second"
+            ));
         }
         match self.duration_s {
-            Some(d) if !(d.is_finite() && d > 0.0) => return bad(format!("--duration {d} s is not positive")),
+            Some(d) if !(d.is_finite() && d > 0.0) => {
+                return bad(format!("--duration {d} s is not positive"))
+            }
             None if self.requests == 0 => return bad("--requests must be at least 1".into()),
             _ => {}
         }
@@ -171,7 +180,10 @@ impl BenchConfig {
             self.prompt.tokens.is_some(),
         ];
         if prompts.iter().filter(|&&p| p).count() > 1 {
-            return bad("give only one of --prompt, --prompt-file, --messages-file and --prompt-tokens".into());
+            return bad(
+                "give only one of --prompt, --prompt-file, --messages-file and --prompt-tokens"
+                    .into(),
+            );
         }
         for (name, v) in [
             ("--connect-timeout", self.connect_timeout_s),
@@ -203,18 +215,34 @@ mod tests {
 
         let j = d.path().join("b.json");
         std::fs::write(&j, r#"{"rate": [2.5], "requests": 10}"#).unwrap();
-        assert_eq!(BenchConfig::from_file(&j).unwrap().loads(), vec![Load::Rate(2.5)]);
+        assert_eq!(
+            BenchConfig::from_file(&j).unwrap().loads(),
+            vec![Load::Rate(2.5)]
+        );
 
         std::fs::write(&t, "concurency = [1]\n").unwrap();
         let err = BenchConfig::from_file(&t).unwrap_err().to_string();
-        assert!(err.contains("concurency") && err.contains("b.toml"), "{err}");
+        assert!(
+            err.contains("concurency") && err.contains("b.toml"),
+            "{err}"
+        );
     }
 
     #[test]
     fn validation_names_the_flag() {
-        let c = BenchConfig { concurrency: vec![0], ..BenchConfig::default() };
-        assert!(c.validate().unwrap_err().to_string().contains("--concurrency"));
-        let c = BenchConfig { rate: vec![-1.0], ..BenchConfig::default() };
+        let c = BenchConfig {
+            concurrency: vec![0],
+            ..BenchConfig::default()
+        };
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--concurrency"));
+        let c = BenchConfig {
+            rate: vec![-1.0],
+            ..BenchConfig::default()
+        };
         assert!(c.validate().unwrap_err().to_string().contains("--rate"));
         let mut c = BenchConfig::default();
         c.prompt.text = Some("x".into());

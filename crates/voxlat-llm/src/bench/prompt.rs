@@ -18,17 +18,117 @@ pub enum PromptSource {
 }
 
 const WORDS: &[&str] = &[
-    "the", "time", "people", "way", "water", "day", "world", "life", "work", "house", "city",
-    "night", "family", "group", "place", "home", "school", "book", "story", "friend", "river",
-    "music", "game", "road", "light", "sound", "color", "table", "window", "door", "paper", "tree",
-    "garden", "market", "train", "street", "money", "song", "voice", "idea", "plan", "letter",
-    "morning", "summer", "winter", "field", "stone", "bridge", "island", "mountain", "ocean",
-    "forest", "village", "kitchen", "window", "picture", "teacher", "student", "doctor", "animal",
-    "bird", "horse", "dog", "cat", "fish", "apple", "bread", "coffee", "milk", "sugar", "salt",
-    "green", "blue", "red", "black", "white", "small", "large", "old", "new", "good", "long",
-    "little", "great", "early", "young", "important", "public", "open", "simple", "strong",
-    "walked", "found", "made", "took", "gave", "told", "thought", "looked", "came", "went",
-    "and", "but", "with", "from", "under", "over", "after", "before", "near", "into",
+    "the",
+    "time",
+    "people",
+    "way",
+    "water",
+    "day",
+    "world",
+    "life",
+    "work",
+    "house",
+    "city",
+    "night",
+    "family",
+    "group",
+    "place",
+    "home",
+    "school",
+    "book",
+    "story",
+    "friend",
+    "river",
+    "music",
+    "game",
+    "road",
+    "light",
+    "sound",
+    "color",
+    "table",
+    "window",
+    "door",
+    "paper",
+    "tree",
+    "garden",
+    "market",
+    "train",
+    "street",
+    "money",
+    "song",
+    "voice",
+    "idea",
+    "plan",
+    "letter",
+    "morning",
+    "summer",
+    "winter",
+    "field",
+    "stone",
+    "bridge",
+    "island",
+    "mountain",
+    "ocean",
+    "forest",
+    "village",
+    "kitchen",
+    "window",
+    "picture",
+    "teacher",
+    "student",
+    "doctor",
+    "animal",
+    "bird",
+    "horse",
+    "dog",
+    "cat",
+    "fish",
+    "apple",
+    "bread",
+    "coffee",
+    "milk",
+    "sugar",
+    "salt",
+    "green",
+    "blue",
+    "red",
+    "black",
+    "white",
+    "small",
+    "large",
+    "old",
+    "new",
+    "good",
+    "long",
+    "little",
+    "great",
+    "early",
+    "young",
+    "important",
+    "public",
+    "open",
+    "simple",
+    "strong",
+    "walked",
+    "found",
+    "made",
+    "took",
+    "gave",
+    "told",
+    "thought",
+    "looked",
+    "came",
+    "went",
+    "and",
+    "but",
+    "with",
+    "from",
+    "under",
+    "over",
+    "after",
+    "before",
+    "near",
+    "into",
 ];
 
 impl PromptSource {
@@ -49,15 +149,17 @@ impl PromptSource {
             path: path.display().to_string(),
             detail: e.to_string(),
         })?;
-        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| PromptError::Messages {
-            path: path.display().to_string(),
-            detail: e.to_string(),
-        })?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| PromptError::Messages {
+                path: path.display().to_string(),
+                detail: e.to_string(),
+            })?;
         let arr = v.get("messages").cloned().unwrap_or(v);
-        let messages: Vec<Message> = serde_json::from_value(arr).map_err(|e| PromptError::Messages {
-            path: path.display().to_string(),
-            detail: format!("{e}; expected [{{\"role\": \"user\", \"content\": \"…\"}}, …]"),
-        })?;
+        let messages: Vec<Message> =
+            serde_json::from_value(arr).map_err(|e| PromptError::Messages {
+                path: path.display().to_string(),
+                detail: format!("{e}; expected [{{\"role\": \"user\", \"content\": \"…\"}}, …]"),
+            })?;
         if messages.is_empty() {
             return Err(PromptError::Empty(path.display().to_string()));
         }
@@ -79,7 +181,9 @@ impl PromptSource {
                     out.extend(m.iter().cloned());
                 }
             }
-            PromptSource::Synthetic { tokens } => out.push(Message::new("user", synthetic_text(*tokens, seq))),
+            PromptSource::Synthetic { tokens } => {
+                out.push(Message::new("user", synthetic_text(*tokens, seq)))
+            }
         }
         out
     }
@@ -88,14 +192,17 @@ impl PromptSource {
         match self {
             PromptSource::Text(t) => format!("text, {} chars", t.chars().count()),
             PromptSource::Messages(m) => format!("{} messages", m.len()),
-            PromptSource::Synthetic { tokens } => format!("synthetic, ~{tokens} tokens, different per request"),
+            PromptSource::Synthetic { tokens } => {
+                format!("synthetic, ~{tokens} tokens, different per request")
+            }
         }
     }
 }
 
 /// About `tokens` words (one token each), seeded by `seq`.
 pub fn synthetic_text(tokens: u32, seq: u64) -> String {
-    let mut rng = fastrand::Rng::with_seed(seq.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(tokens));
+    let mut rng =
+        fastrand::Rng::with_seed(seq.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(tokens));
     let mut s = String::with_capacity(tokens as usize * 7 + 64);
     for i in 0..tokens {
         if i > 0 {
@@ -143,9 +250,13 @@ mod tests {
         assert_eq!(with_sys[0].content, "override");
 
         std::fs::write(&p, r#"[{"role":"user"}]"#).unwrap();
-        let err = PromptSource::from_messages_file(&p).unwrap_err().to_string();
+        let err = PromptSource::from_messages_file(&p)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("m.json") && err.contains("content"), "{err}");
-        let err = PromptSource::from_file(&d.path().join("missing.txt")).unwrap_err().to_string();
+        let err = PromptSource::from_file(&d.path().join("missing.txt"))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("missing.txt"), "{err}");
     }
 }

@@ -32,7 +32,10 @@ impl RequestRecord {
     }
 
     fn span(&self, from: EventKind, to: EventKind) -> Option<f64> {
-        Some(ms(self.events.get(&to)?.signed_since(*self.events.get(&from)?)))
+        Some(ms(self
+            .events
+            .get(&to)?
+            .signed_since(*self.events.get(&from)?)))
     }
 
     /// llm_sent → first non-empty content delta.
@@ -78,13 +81,19 @@ impl RequestRecord {
 
     /// Open loop: how late the request left against its schedule.
     pub fn send_lag_ms(&self) -> Option<f64> {
-        Some(ms(self.events.get(&EventKind::LlmSent)?.signed_since(self.scheduled?)))
+        Some(ms(self
+            .events
+            .get(&EventKind::LlmSent)?
+            .signed_since(self.scheduled?)))
     }
 
     /// Open loop: TTFT counted from when the request was due, so a client that fell behind
     /// cannot hide the wait (coordinated omission).
     pub fn ttft_from_schedule_ms(&self) -> Option<f64> {
-        Some(ms(self.events.get(&EventKind::LlmFirstToken)?.signed_since(self.scheduled?)))
+        Some(ms(self
+            .events
+            .get(&EventKind::LlmFirstToken)?
+            .signed_since(self.scheduled?)))
     }
 }
 
@@ -119,7 +128,14 @@ mod tests {
             r.events.insert(k, Nanos(t * ms));
         }
         r.outcome.output_tokens = Some(10);
-        r.outcome.deltas = [52, 62, 82].iter().map(|&t| DeltaStamp { t: Nanos(t * ms), chars: 1, reasoning: false }).collect();
+        r.outcome.deltas = [52, 62, 82]
+            .iter()
+            .map(|&t| DeltaStamp {
+                t: Nanos(t * ms),
+                chars: 1,
+                reasoning: false,
+            })
+            .collect();
         assert_eq!(r.ttft_ms(), Some(50.0));
         assert_eq!(r.ttfb_ms(), Some(8.0));
         assert_eq!(r.first_event_ms(), Some(10.0));

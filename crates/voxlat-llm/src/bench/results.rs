@@ -82,10 +82,20 @@ pub fn default_path(dir: &Path, models: &[String]) -> PathBuf {
     let m: String = models
         .join("+")
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-') { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(80)
         .collect();
-    dir.join(format!("bench-llm-{}-{}.json", voxlat_core::clock::wall_label_compact(), m))
+    dir.join(format!(
+        "bench-llm-{}-{}.json",
+        voxlat_core::clock::wall_label_compact(),
+        m
+    ))
 }
 
 impl ResultsWriter {
@@ -133,7 +143,10 @@ impl ResultsWriter {
     /// Adds a record; writes the file if the last write is older than a second.
     pub fn push(&mut self, r: RequestRecord) -> Result<(), WriteError> {
         self.results.requests.push(r);
-        if self.last_flush.is_none_or(|t| t.elapsed() >= self.min_interval) {
+        if self
+            .last_flush
+            .is_none_or(|t| t.elapsed() >= self.min_interval)
+        {
             self.flush()?;
         }
         Ok(())

@@ -17,7 +17,11 @@ use voxlat_core::{Nanos, RequestId, Timeline};
 
 pub enum RunEvent {
     /// A block of requests is starting.
-    Block { cell: String, warmup: bool, requests: Option<u32> },
+    Block {
+        cell: String,
+        warmup: bool,
+        requests: Option<u32>,
+    },
     Record(Box<RequestRecord>),
 }
 
@@ -40,7 +44,11 @@ pub fn cell_name(model: &str, load: &Load) -> String {
 pub fn cells(cfg: &BenchConfig, models: &[String]) -> Vec<(String, String, String)> {
     cfg.loads()
         .iter()
-        .flat_map(|l| models.iter().map(move |m| (cell_name(m, l), m.clone(), l.label())))
+        .flat_map(|l| {
+            models
+                .iter()
+                .map(move |m| (cell_name(m, l), m.clone(), l.label()))
+        })
         .collect()
 }
 
@@ -59,7 +67,11 @@ pub fn plan(cfg: &BenchConfig, models: &[String]) -> Vec<Block> {
             });
         }
     }
-    let rounds = if models.len() > 1 { cfg.rounds.max(1) } else { 1 };
+    let rounds = if models.len() > 1 {
+        cfg.rounds.max(1)
+    } else {
+        1
+    };
     for load in cfg.loads() {
         for r in 0..rounds {
             for i in 0..models.len() {
@@ -233,29 +245,62 @@ mod tests {
 
     #[test]
     fn several_models_are_interleaved_in_rotating_rounds() {
-        let cfg = BenchConfig { requests: 10, rounds: 2, warmup: 1, concurrency: vec![1, 4], ..BenchConfig::default() };
+        let cfg = BenchConfig {
+            requests: 10,
+            rounds: 2,
+            warmup: 1,
+            concurrency: vec![1, 4],
+            ..BenchConfig::default()
+        };
         let models = vec!["a".to_string(), "b".to_string()];
         let p = plan(&cfg, &models);
-        let order: Vec<(&str, bool, Option<u32>)> = p.iter().map(|b| (b.model.as_str(), b.warmup, b.count)).collect();
+        let order: Vec<(&str, bool, Option<u32>)> = p
+            .iter()
+            .map(|b| (b.model.as_str(), b.warmup, b.count))
+            .collect();
         assert_eq!(
             order[..6],
-            [("a", true, Some(1)), ("b", true, Some(1)), ("a", false, Some(5)), ("b", false, Some(5)), ("b", false, Some(5)), ("a", false, Some(5))]
+            [
+                ("a", true, Some(1)),
+                ("b", true, Some(1)),
+                ("a", false, Some(5)),
+                ("b", false, Some(5)),
+                ("b", false, Some(5)),
+                ("a", false, Some(5))
+            ]
         );
         assert_eq!(p.len(), 2 + 2 * 2 * 2);
-        let per_cell: u32 = p.iter().filter(|b| b.cell == "a c=4").filter_map(|b| b.count).sum();
+        let per_cell: u32 = p
+            .iter()
+            .filter(|b| b.cell == "a c=4")
+            .filter_map(|b| b.count)
+            .sum();
         assert_eq!(per_cell, 10);
         assert_eq!(cells(&cfg, &models).len(), 4);
     }
 
     #[test]
     fn one_model_runs_each_cell_in_one_block_and_uneven_counts_add_up() {
-        let cfg = BenchConfig { requests: 7, warmup: 0, ..BenchConfig::default() };
+        let cfg = BenchConfig {
+            requests: 7,
+            warmup: 0,
+            ..BenchConfig::default()
+        };
         let p = plan(&cfg, &["m".to_string()]);
         assert_eq!(p.len(), 1);
         assert_eq!(p[0].count, Some(7));
-        let cfg = BenchConfig { requests: 7, rounds: 3, warmup: 0, ..BenchConfig::default() };
+        let cfg = BenchConfig {
+            requests: 7,
+            rounds: 3,
+            warmup: 0,
+            ..BenchConfig::default()
+        };
         let p = plan(&cfg, &["a".to_string(), "b".to_string()]);
-        let a: u32 = p.iter().filter(|b| b.model == "a").filter_map(|b| b.count).sum();
+        let a: u32 = p
+            .iter()
+            .filter(|b| b.model == "a")
+            .filter_map(|b| b.count)
+            .sum();
         assert_eq!(a, 7);
     }
 }

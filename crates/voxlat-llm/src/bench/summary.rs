@@ -47,7 +47,11 @@ pub struct ErrorCount {
     pub example: String,
 }
 
-fn summarize(records: &[&RequestRecord], errors: usize, f: impl Fn(&RequestRecord) -> Option<f64>) -> Option<Summary> {
+fn summarize(
+    records: &[&RequestRecord],
+    errors: usize,
+    f: impl Fn(&RequestRecord) -> Option<f64>,
+) -> Option<Summary> {
     let v: Vec<f64> = records.iter().filter_map(|r| f(r)).collect();
     Summary::from_samples(&v, errors)
 }
@@ -55,20 +59,31 @@ fn summarize(records: &[&RequestRecord], errors: usize, f: impl Fn(&RequestRecor
 impl CellSummary {
     /// Aggregates the measured (non-warm-up) records of one cell.
     pub fn from_records(cell: &str, model: &str, load: &str, all: &[RequestRecord]) -> CellSummary {
-        let measured: Vec<&RequestRecord> = all.iter().filter(|r| r.cell == cell && !r.warmup).collect();
+        let measured: Vec<&RequestRecord> =
+            all.iter().filter(|r| r.cell == cell && !r.warmup).collect();
         let ok: Vec<&RequestRecord> = measured.iter().copied().filter(|r| r.ok()).collect();
         let errors = measured.len() - ok.len();
         let mut errors_by_class: BTreeMap<String, ErrorCount> = BTreeMap::new();
         for r in measured.iter().filter(|r| !r.ok()) {
-            let class = r.error_class.map(|c| c.name()).unwrap_or("other").to_string();
+            let class = r
+                .error_class
+                .map(|c| c.name())
+                .unwrap_or("other")
+                .to_string();
             let e = errors_by_class.entry(class).or_insert_with(|| ErrorCount {
                 count: 0,
                 example: r.error.clone().unwrap_or_default(),
             });
             e.count += 1;
         }
-        let first_sent = measured.iter().filter_map(|r| r.events.get(&voxlat_core::EventKind::LlmSent)).min();
-        let last_done = ok.iter().filter_map(|r| r.events.get(&voxlat_core::EventKind::LlmDone)).max();
+        let first_sent = measured
+            .iter()
+            .filter_map(|r| r.events.get(&voxlat_core::EventKind::LlmSent))
+            .min();
+        let last_done = ok
+            .iter()
+            .filter_map(|r| r.events.get(&voxlat_core::EventKind::LlmDone))
+            .max();
         let span_s = match (first_sent, last_done) {
             (Some(a), Some(b)) if b > a => Some(b.signed_since(*a) as f64 / 1e9),
             _ => None,
@@ -103,10 +118,18 @@ impl CellSummary {
             e2e_ms: summarize(&ok, errors, RequestRecord::e2e_ms),
             output_tokens: summarize(&ok, errors, |r| r.outcome.output_tokens.map(|t| t as f64)),
             prompt_tokens: summarize(&ok, errors, |r| usage(r)?.prompt_tokens.map(|t| t as f64)),
-            cached_tokens: summarize(&ok, errors, |r| usage(r)?.prompt_tokens_details?.cached_tokens.map(|t| t as f64)),
+            cached_tokens: summarize(&ok, errors, |r| {
+                usage(r)?
+                    .prompt_tokens_details?
+                    .cached_tokens
+                    .map(|t| t as f64)
+            }),
             send_lag_ms: summarize(&ok, errors, RequestRecord::send_lag_ms),
             ttft_from_schedule_ms: summarize(&ok, errors, RequestRecord::ttft_from_schedule_ms),
-            tokens_from_usage: ok.iter().filter(|r| r.outcome.output_tokens_source == Some(TokenSource::Usage)).count(),
+            tokens_from_usage: ok
+                .iter()
+                .filter(|r| r.outcome.output_tokens_source == Some(TokenSource::Usage))
+                .count(),
             tokens_from_delta_count: ok
                 .iter()
                 .filter(|r| r.outcome.output_tokens_source == Some(TokenSource::DeltaCount))
@@ -115,7 +138,10 @@ impl CellSummary {
                 .into_iter()
                 .filter_map(|(k, v)| Summary::from_samples(&v, 0).map(|s| (k, s)))
                 .collect(),
-            new_connections: ok.iter().filter(|r| r.outcome.connection.new_connection).count(),
+            new_connections: ok
+                .iter()
+                .filter(|r| r.outcome.connection.new_connection)
+                .count(),
         }
     }
 }
