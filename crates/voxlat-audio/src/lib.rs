@@ -1,0 +1,21 @@
+//! Audio in and out: WAV files of any common format to mono f32 at the pipeline's rate, and
+//! back. (Device capture and playback join this crate with live mode.)
+
+pub mod resample;
+pub mod wav;
+
+/// The pipeline's internal rate: what webrtc-vad and Whisper take.
+pub const PIPELINE_RATE: u32 = 16_000;
+
+/// Mono samples in [-1, 1] at a known rate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Audio {
+    pub samples: Vec<f32>,
+    pub rate: u32,
+}
+
+impl Audio {
+    pub fn duration_s(&self) -> f64 {
+        self.samples.len() as f64 / f64::from(self.rate.max(1))
+    }
+}
