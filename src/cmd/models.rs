@@ -96,7 +96,7 @@ fn fetch(store: &Store, names: &[String]) -> Result<ExitCode> {
                 reporter.line(format!("  fetched from {}{skipped}", sources.join(", ")));
             }
             Err(e) => {
-                reporter.line(format!("  FAILED"));
+                reporter.line("  FAILED".to_string());
                 failures.push((m.name.clone(), e));
             }
         }

@@ -43,6 +43,9 @@ struct Product {
 
 impl Store {
     /// Fetches `name` unless it is already present and verified.
+    ///
+    /// Blocking (HTTP, subprocesses, hashing): from async code, call it inside
+    /// `spawn_blocking`, since reqwest's blocking client refuses to run on a runtime thread.
     pub fn fetch(&self, name: &str, reporter: &dyn Reporter) -> Result<Outcome, ModelsError> {
         let model = self.manifest.require(name)?;
         self.prepare()?;
