@@ -1,0 +1,80 @@
+//! Frame classifiers behind one trait, so engines can be swapped and compared on the same audio.
+
+use crate::{VadError, RATE};
+
+pub trait VoiceDetector {
+    fn name(&self) -> &'static str;
+    /// Samples per frame (at 16 kHz) that [`VoiceDetector::is_voice`] takes.
+    fn frame_samples(&self) -> usize;
+    fn is_voice(&mut self, frame: &[f32]) -> Result<bool, VadError>;
+}
+
+/// webrtc-vad (libfvad). Not `Send`: it lives on the thread that created it.
+pub struct WebRtcDetector {
+    vad: webrtc_vad::Vad,
+    frame: usize,
+    pcm: Vec<i16>,
+}
+
+impl WebRtcDetector {
+    /// `mode` 0..=3 (3 most aggressive at calling non-speech), `frame_ms` 10, 20 or 30.
+    pub fn new(mode: u8, frame_ms: u32) -> Result<WebRtcDetector, VadError> {
+        let mode = match mode {
+            0 => webrtc_vad::VadMode::Quality,
+            1 => webrtc_vad::VadMode::LowBitrate,
+            2 => webrtc_vad::VadMode::Aggressive,
+            3 => webrtc_vad::VadMode::VeryAggressive,
+            m => return Err(VadError::Mode(m)),
+        };
+        if ![10, 20, 30].contains(&frame_ms) {
+            return Err(VadError::FrameMs(frame_ms));
+        }
+        let frame = (RATE * frame_ms / 1000) as usize;
+        Ok(WebRtcDetector {
+            vad: webrtc_vad::Vad::new_with_rate_and_mode(webrtc_vad::SampleRate::Rate16kHz, mode),
+            frame,
+            pcm: Vec::with_capacity(frame),
+        })
+    }
+}
+
+impl VoiceDetector for WebRtcDetector {
+    fn name(&self) -> &'static str {
+        "webrtc"
+    }
+
+    fn frame_samples(&self) -> usize {
+        self.frame
+    }
+
+    fn is_voice(&mut self, frame: &[f32]) -> Result<bool, VadError> {
+        // An empty or odd-sized slice panics or errors inside libfvad: check first.
+        if frame.len() != self.frame {
+            return Err(VadError::Frame(frame.len()));
+        }
+        self.pcm.clear();
+        self.pcm
+            .extend(frame.iter().map(|&s| (s.clamp(-1.0, 1.0) * 32767.0) as i16));
+        self.vad
+            .is_voice_segment(&self.pcm)
+            .map_err(|_| VadError::Frame(frame.len()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_settings_and_frames_are_errors_not_panics() {
+        assert!(matches!(WebRtcDetector::new(4, 20), Err(VadError::Mode(4))));
+        assert!(matches!(
+            WebRtcDetector::new(2, 25),
+            Err(VadError::FrameMs(25))
+        ));
+        let mut d = WebRtcDetector::new(2, 20).unwrap();
+        assert!(matches!(d.is_voice(&[]), Err(VadError::Frame(0))));
+        assert!(matches!(d.is_voice(&[0.0; 100]), Err(VadError::Frame(100))));
+        assert_eq!(d.is_voice(&[0.0; 320]).unwrap(), false);
+    }
+}

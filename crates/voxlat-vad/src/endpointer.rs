@@ -1,0 +1,570 @@
+//! Turns frame-level voice decisions into turn events, with speculative endpointing.
+//!
+//! webrtc-vad reports gaps of 200–800 ms inside one utterance, so a turn can only be declared
+//! over after a hangover of ~500 ms or more, which alone would spend most of a sub-second
+//! budget. So after a short silence (`provisional_ms`) the endpointer emits a *provisional*
+//! end carrying the utterance audio, which downstream stages may start on; if the user
+//! resumes before the full hangover it emits a retraction, and otherwise the final endpoint
+//! confirms the provisional one with the very same audio, so the speculative work stands.
+//!
+//! The VAD keeps calling frames voiced for ~100 ms after speech ends (its own hangover), so
+//! `speech_end` is refined: from the last voiced frame, back at most [`REFINE_MS`], to the last
+//! frame whose energy is within [`REFINE_FLOOR_DB`] of the utterance's loudest frame. On clean
+//! speech this puts it within a frame of the true end; with steady noise it stays where the
+//! VAD put it.
+//!
+//! Times: the caller gives, with each slice of samples, the process-clock time at which the
+//! slice's last sample entered the pipeline; sample `i` of an `n`-sample slice is then at
+//! `t_end − (n−1−i)/16 kHz`. In paced replay and live capture that is real time; unpaced,
+//! it is audio time.
+
+use crate::detector::VoiceDetector;
+use crate::{VadError, RATE};
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use voxlat_core::Nanos;
+
+/// How far back from the VAD's last voiced frame `speech_end` may be moved.
+pub const REFINE_MS: u64 = 160;
+/// A frame counts as speech for the refinement when its RMS is within this of the peak.
+pub const REFINE_FLOOR_DB: f32 = 40.0;
+const HISTORY_FRAMES: usize = 64;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EndpointerConfig {
+    /// webrtc-vad aggressiveness, 0..=3.
+    pub mode: u8,
+    /// 10, 20 or 30.
+    pub frame_ms: u32,
+    /// A voiced run shorter than this (clicks, a cough) does not start a turn.
+    pub min_speech_ms: u32,
+    /// Audio kept from before the detected onset, so Whisper hears the first phoneme whole.
+    pub pre_roll_ms: u32,
+    /// Silence after which a provisional end is emitted; 0 disables speculation.
+    pub provisional_ms: u32,
+    /// Silence after which the turn is over.
+    pub hangover_ms: u32,
+    /// Silence kept after the last voiced frame in the utterance audio (at most
+    /// `provisional_ms`, so provisional and final audio are the same).
+    pub tail_ms: u32,
+    /// A turn longer than this is ended regardless.
+    pub max_utterance_ms: u32,
+}
+
+impl Default for EndpointerConfig {
+    fn default() -> Self {
+        EndpointerConfig {
+            mode: 2,
+            frame_ms: 20,
+            min_speech_ms: 60,
+            pre_roll_ms: 300,
+            provisional_ms: 200,
+            hangover_ms: 600,
+            tail_ms: 150,
+            max_utterance_ms: 30_000,
+        }
+    }
+}
+
+impl EndpointerConfig {
+    pub fn validate(&self) -> Result<(), VadError> {
+        let bad = |m: &str| Err(VadError::Config(m.into()));
+        if self.hangover_ms == 0 {
+            return bad("hangover must be positive");
+        }
+        if self.provisional_ms >= self.hangover_ms {
+            return bad("the provisional silence must be shorter than the hangover");
+        }
+        if self.max_utterance_ms < self.hangover_ms {
+            return bad("the maximum utterance must be longer than the hangover");
+        }
+        Ok(())
+    }
+
+    fn samples(ms: u32) -> usize {
+        (u64::from(RATE) * u64::from(ms) / 1000) as usize
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum VadEvent {
+    /// The first voiced sample of a turn (start of the first frame of the voiced run).
+    SpeechStart { at: Nanos },
+    /// Silence reached `provisional_ms`: downstream may start on `audio`.
+    Provisional {
+        speech_end: Nanos,
+        at: Nanos,
+        audio: Vec<f32>,
+    },
+    /// The user resumed after a provisional end; work started on it must be discarded.
+    Retracted { at: Nanos, provisional_at: Nanos },
+    /// The turn is over. `speech_end` is retro-dated to the last voiced sample; `at` is when
+    /// the decision was made.
+    Endpoint {
+        speech_start: Nanos,
+        speech_end: Nanos,
+        at: Nanos,
+        audio: Vec<f32>,
+        /// The preceding provisional end stands (same audio): speculative work is valid.
+        confirms_provisional: bool,
+        /// Ended by `max_utterance_ms` or the end of the input, not by silence.
+        forced: bool,
+    },
+}
+
+enum State {
+    Idle {
+        voiced_run: usize,
+    },
+    Speaking {
+        speech_start: Nanos,
+        last_voiced_end: Nanos,
+        /// `utterance` length at the end of the last voiced frame.
+        voiced_len: usize,
+        silence: usize,
+        provisional_at: Option<Nanos>,
+    },
+}
+
+pub struct Endpointer<D: VoiceDetector> {
+    cfg: EndpointerConfig,
+    detector: D,
+    frame: Vec<f32>,
+    /// Idle: the last pre-roll (+ candidate run) of audio. Speaking: unused.
+    recent: VecDeque<f32>,
+    utterance: Vec<f32>,
+    state: State,
+    period_ns: f64,
+    /// (frame end, RMS) of the most recent frames, for refining `speech_end`.
+    history: VecDeque<(Nanos, f32)>,
+    /// Loudest frame RMS of the current turn (pre-roll included).
+    peak: f32,
+}
+
+impl<D: VoiceDetector> Endpointer<D> {
+    pub fn new(cfg: EndpointerConfig, detector: D) -> Result<Endpointer<D>, VadError> {
+        cfg.validate()?;
+        let frame = detector.frame_samples();
+        Ok(Endpointer {
+            frame: Vec::with_capacity(frame),
+            recent: VecDeque::new(),
+            utterance: Vec::new(),
+            state: State::Idle { voiced_run: 0 },
+            period_ns: 1e9 / f64::from(RATE),
+            history: VecDeque::with_capacity(HISTORY_FRAMES),
+            peak: 0.0,
+            cfg,
+            detector,
+        })
+    }
+
+    pub fn config(&self) -> &EndpointerConfig {
+        &self.cfg
+    }
+
+    pub fn is_speaking(&self) -> bool {
+        matches!(self.state, State::Speaking { .. })
+    }
+
+    /// Feeds 16 kHz samples whose last one entered the pipeline at `t_end`.
+    pub fn push(&mut self, samples: &[f32], t_end: Nanos) -> Result<Vec<VadEvent>, VadError> {
+        let mut events = Vec::new();
+        let n = samples.len();
+        let fs = self.detector.frame_samples();
+        for (i, &s) in samples.iter().enumerate() {
+            self.frame.push(s);
+            if self.frame.len() == fs {
+                let back = ((n - 1 - i) as f64 * self.period_ns) as u64;
+                let frame_end = Nanos(t_end.0.saturating_sub(back));
+                let frame = std::mem::take(&mut self.frame);
+                self.on_frame(&frame, frame_end, &mut events)?;
+                self.frame = frame;
+                self.frame.clear();
+            }
+        }
+        Ok(events)
+    }
+
+    /// End of input: a turn still open ends here (forced).
+    pub fn finish(&mut self, t_end: Nanos) -> Vec<VadEvent> {
+        let mut events = Vec::new();
+        if let State::Speaking { .. } = self.state {
+            self.end_turn(t_end, true, &mut events);
+        }
+        events
+    }
+
+    fn frame_start(&self, frame_end: Nanos) -> Nanos {
+        let fs = self.detector.frame_samples();
+        Nanos(
+            frame_end
+                .0
+                .saturating_sub(((fs - 1) as f64 * self.period_ns) as u64),
+        )
+    }
+
+    fn on_frame(
+        &mut self,
+        frame: &[f32],
+        end: Nanos,
+        events: &mut Vec<VadEvent>,
+    ) -> Result<(), VadError> {
+        let voiced = self.detector.is_voice(frame)?;
+        let fs = frame.len();
+        let rms = (frame.iter().map(|v| v * v).sum::<f32>() / fs as f32).sqrt();
+        if self.history.len() == HISTORY_FRAMES {
+            self.history.pop_front();
+        }
+        self.history.push_back((end, rms));
+        if voiced || self.is_speaking() {
+            self.peak = self.peak.max(rms);
+        }
+        let cfg = &self.cfg;
+        match &mut self.state {
+            State::Idle { voiced_run } => {
+                self.recent.extend(frame.iter().copied());
+                *voiced_run = if voiced { *voiced_run + fs } else { 0 };
+                if *voiced_run == 0 {
+                    self.peak = 0.0;
+                }
+                let keep = EndpointerConfig::samples(cfg.pre_roll_ms) + *voiced_run;
+                while self.recent.len() > keep {
+                    self.recent.pop_front();
+                }
+                if *voiced_run >= EndpointerConfig::samples(cfg.min_speech_ms).max(1) {
+                    let run_frames = (*voiced_run / fs) as u64;
+                    let first_frame_end = Nanos(
+                        end.0
+                            .saturating_sub((run_frames - 1) * (fs as f64 * self.period_ns) as u64),
+                    );
+                    let speech_start = self.frame_start(first_frame_end);
+                    self.utterance.clear();
+                    self.utterance.extend(self.recent.drain(..));
+                    let voiced_len = self.utterance.len();
+                    self.state = State::Speaking {
+                        speech_start,
+                        last_voiced_end: end,
+                        voiced_len,
+                        silence: 0,
+                        provisional_at: None,
+                    };
+                    events.push(VadEvent::SpeechStart { at: speech_start });
+                }
+            }
+            State::Speaking {
+                last_voiced_end,
+                voiced_len,
+                silence,
+                provisional_at,
+                ..
+            } => {
+                self.utterance.extend_from_slice(frame);
+                if voiced {
+                    *last_voiced_end = end;
+                    *voiced_len = self.utterance.len();
+                    *silence = 0;
+                    if let Some(p) = provisional_at.take() {
+                        events.push(VadEvent::Retracted {
+                            at: end,
+                            provisional_at: p,
+                        });
+                    }
+                } else {
+                    *silence += fs;
+                }
+                let silence_now = *silence;
+                let provisional_due = cfg.provisional_ms > 0
+                    && provisional_at.is_none()
+                    && silence_now >= EndpointerConfig::samples(cfg.provisional_ms);
+                let voiced_len = *voiced_len;
+                let speech_end = refine_end(&self.history, self.peak, *last_voiced_end);
+                if provisional_due {
+                    *provisional_at = Some(end);
+                    let audio = self.trimmed_audio(voiced_len);
+                    events.push(VadEvent::Provisional {
+                        speech_end,
+                        at: end,
+                        audio,
+                    });
+                }
+                if silence_now >= EndpointerConfig::samples(self.cfg.hangover_ms) {
+                    self.end_turn(end, false, events);
+                } else if self.utterance.len()
+                    >= EndpointerConfig::samples(self.cfg.max_utterance_ms)
+                {
+                    self.end_turn(end, true, events);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn trimmed_audio(&self, voiced_len: usize) -> Vec<f32> {
+        let tail = EndpointerConfig::samples(self.cfg.tail_ms.min(self.cfg.provisional_ms.max(1)));
+        let end = (voiced_len + tail).min(self.utterance.len());
+        self.utterance[..end].to_vec()
+    }
+
+    fn end_turn(&mut self, at: Nanos, forced: bool, events: &mut Vec<VadEvent>) {
+        if let State::Speaking {
+            speech_start,
+            last_voiced_end,
+            voiced_len,
+            provisional_at,
+            ..
+        } = self.state
+        {
+            let audio = self.trimmed_audio(voiced_len);
+            events.push(VadEvent::Endpoint {
+                speech_start,
+                speech_end: refine_end(&self.history, self.peak, last_voiced_end),
+                at,
+                audio,
+                confirms_provisional: provisional_at.is_some() && !forced,
+                forced,
+            });
+        }
+        self.utterance.clear();
+        self.recent.clear();
+        self.peak = 0.0;
+        self.state = State::Idle { voiced_run: 0 };
+    }
+}
+
+/// The end of the last frame at or before `vad_end` (and at most [`REFINE_MS`] before it)
+/// loud enough to be speech; `vad_end` itself when none is.
+fn refine_end(history: &VecDeque<(Nanos, f32)>, peak: f32, vad_end: Nanos) -> Nanos {
+    let threshold = peak * 10f32.powf(-REFINE_FLOOR_DB / 20.0);
+    let earliest = vad_end.0.saturating_sub(REFINE_MS * 1_000_000);
+    history
+        .iter()
+        .rev()
+        .filter(|(t, _)| *t <= vad_end && t.0 >= earliest)
+        .find(|(_, rms)| *rms >= threshold)
+        .map_or(vad_end, |(t, _)| *t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scripted detector: voiced where the frame's mean is positive.
+    struct Scripted;
+    impl VoiceDetector for Scripted {
+        fn name(&self) -> &'static str {
+            "scripted"
+        }
+        fn frame_samples(&self) -> usize {
+            320
+        }
+        fn is_voice(&mut self, frame: &[f32]) -> Result<bool, VadError> {
+            Ok(frame.iter().sum::<f32>() > 0.0)
+        }
+    }
+
+    const MS: u64 = 1_000_000;
+
+    /// `pattern` of (voiced, ms) runs; fed in 20 ms slices at real time from t = 0.
+    fn run(cfg: EndpointerConfig, pattern: &[(bool, u32)], slice: usize) -> Vec<VadEvent> {
+        let mut samples = Vec::new();
+        for &(v, ms) in pattern {
+            samples.extend(std::iter::repeat_n(
+                if v { 0.5f32 } else { 0.0 },
+                (ms * 16) as usize,
+            ));
+        }
+        let mut ep = Endpointer::new(cfg, Scripted).unwrap();
+        let mut events = Vec::new();
+        let mut pos = 0;
+        while pos < samples.len() {
+            let end = (pos + slice).min(samples.len());
+            let t_end = Nanos(((end - 1) as u64 * 1_000_000_000) / 16_000);
+            events.extend(ep.push(&samples[pos..end], t_end).unwrap());
+            pos = end;
+        }
+        events.extend(ep.finish(Nanos(samples.len() as u64 * 62_500)));
+        events
+    }
+
+    fn kinds(ev: &[VadEvent]) -> Vec<&'static str> {
+        ev.iter()
+            .map(|e| match e {
+                VadEvent::SpeechStart { .. } => "start",
+                VadEvent::Provisional { .. } => "provisional",
+                VadEvent::Retracted { .. } => "retracted",
+                VadEvent::Endpoint { .. } => "endpoint",
+            })
+            .collect()
+    }
+
+    #[test]
+    fn one_utterance_provisional_then_confirmed_with_the_same_audio() {
+        let ev = run(
+            EndpointerConfig::default(),
+            &[(false, 500), (true, 1000), (false, 1000)],
+            320,
+        );
+        assert_eq!(kinds(&ev), ["start", "provisional", "endpoint"]);
+        let VadEvent::SpeechStart { at } = ev[0] else {
+            unreachable!()
+        };
+        assert_eq!(
+            at,
+            Nanos(500 * MS),
+            "retro-dated to the first voiced frame's first sample"
+        );
+        let VadEvent::Provisional {
+            speech_end,
+            at: p_at,
+            audio: p_audio,
+        } = &ev[1]
+        else {
+            unreachable!()
+        };
+        let VadEvent::Endpoint {
+            speech_end: e_end,
+            at: e_at,
+            audio,
+            confirms_provisional,
+            forced,
+            ..
+        } = &ev[2]
+        else {
+            unreachable!()
+        };
+        // Last voiced sample is at 1500 ms − 1 sample.
+        assert_eq!(speech_end.0, 1_499_937_500);
+        assert_eq!(e_end, speech_end);
+        assert_eq!(p_at.signed_since(*speech_end), 200 * MS as i64);
+        assert_eq!(e_at.signed_since(*speech_end), 600 * MS as i64);
+        assert!(*confirms_provisional && !*forced);
+        assert_eq!(
+            audio, p_audio,
+            "speculative work on the provisional audio stands"
+        );
+        // pre-roll 300 ms + 1000 ms speech + 150 ms tail.
+        assert_eq!(audio.len(), (300 + 1000 + 150) * 16);
+    }
+
+    #[test]
+    fn a_pause_longer_than_provisional_but_shorter_than_hangover_is_retracted() {
+        let ev = run(
+            EndpointerConfig::default(),
+            &[
+                (false, 200),
+                (true, 600),
+                (false, 400),
+                (true, 600),
+                (false, 800),
+            ],
+            320,
+        );
+        assert_eq!(
+            kinds(&ev),
+            [
+                "start",
+                "provisional",
+                "retracted",
+                "provisional",
+                "endpoint"
+            ]
+        );
+        let VadEvent::Endpoint {
+            audio,
+            confirms_provisional,
+            ..
+        } = &ev[4]
+        else {
+            unreachable!()
+        };
+        assert!(confirms_provisional);
+        assert_eq!(
+            audio.len(),
+            (200 + 600 + 400 + 600 + 150) * 16,
+            "both parts in one turn"
+        );
+    }
+
+    #[test]
+    fn speculation_can_be_disabled() {
+        let cfg = EndpointerConfig {
+            provisional_ms: 0,
+            ..EndpointerConfig::default()
+        };
+        let ev = run(cfg, &[(true, 400), (false, 700)], 320);
+        assert_eq!(kinds(&ev), ["start", "endpoint"]);
+        let VadEvent::Endpoint {
+            confirms_provisional,
+            ..
+        } = &ev[1]
+        else {
+            unreachable!()
+        };
+        assert!(!confirms_provisional);
+    }
+
+    #[test]
+    fn short_blips_and_silence_start_nothing() {
+        assert!(run(
+            EndpointerConfig::default(),
+            &[(false, 300), (true, 40), (false, 900)],
+            320
+        )
+        .is_empty());
+        assert!(run(EndpointerConfig::default(), &[(false, 2000)], 320).is_empty());
+    }
+
+    #[test]
+    fn input_ending_mid_speech_is_a_forced_endpoint() {
+        let ev = run(EndpointerConfig::default(), &[(true, 500)], 320);
+        assert_eq!(kinds(&ev), ["start", "endpoint"]);
+        assert!(matches!(
+            ev[1],
+            VadEvent::Endpoint {
+                forced: true,
+                confirms_provisional: false,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn max_utterance_forces_an_end() {
+        let cfg = EndpointerConfig {
+            max_utterance_ms: 1000,
+            ..EndpointerConfig::default()
+        };
+        let ev = run(cfg, &[(true, 2500)], 320);
+        assert_eq!(kinds(&ev)[..2], ["start", "endpoint"]);
+        assert!(matches!(ev[1], VadEvent::Endpoint { forced: true, .. }));
+    }
+
+    #[test]
+    fn slice_size_does_not_change_the_events() {
+        let pattern = [
+            (false, 300),
+            (true, 700),
+            (false, 350),
+            (true, 300),
+            (false, 900),
+        ];
+        let reference = run(EndpointerConfig::default(), &pattern, 320);
+        for slice in [1, 7, 160, 333, 1000, 4096] {
+            assert_eq!(
+                run(EndpointerConfig::default(), &pattern, slice),
+                reference,
+                "slice {slice}"
+            );
+        }
+    }
+
+    #[test]
+    fn inconsistent_settings_are_rejected() {
+        let cfg = EndpointerConfig {
+            provisional_ms: 700,
+            ..EndpointerConfig::default()
+        };
+        assert!(Endpointer::new(cfg, Scripted).is_err());
+    }
+}

@@ -1,0 +1,28 @@
+//! Voice activity detection and endpointing.
+//!
+//! A [`VoiceDetector`] classifies fixed-size frames; the [`Endpointer`] turns those decisions
+//! into turn events: speech start, a retro-dated speech end, a *provisional* end after a
+//! short silence (so downstream stages can start speculatively), its retraction if the user
+//! resumes, and the confirmed endpoint after the full hangover.
+
+pub mod annotate;
+pub mod detector;
+pub mod endpointer;
+
+pub use detector::{VoiceDetector, WebRtcDetector};
+pub use endpointer::{Endpointer, EndpointerConfig, VadEvent};
+
+/// The rate every detector here works at.
+pub const RATE: u32 = 16_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum VadError {
+    #[error("VAD mode {0} is not 0-3 (0 = least aggressive, 3 = most)")]
+    Mode(u8),
+    #[error("frame length {0} ms is not 10, 20 or 30 (what webrtc-vad accepts)")]
+    FrameMs(u32),
+    #[error("the VAD rejected a frame of {0} samples")]
+    Frame(usize),
+    #[error("invalid endpointer setting: {0}")]
+    Config(String),
+}

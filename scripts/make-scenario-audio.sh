@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Regenerates scenarios/audio/: the bundled utterances. Run once by a maintainer; the outputs
+# are committed (small WAVs), so neither CI nor users need to run it.
+#
+# Real speech: prompts from Debian's asterisk-core-sounds-en-wav (the "Allison" voice,
+# CC-BY-SA-3.0, Digium), kept as they ship: 8 kHz mono 16-bit. Their transcripts come from
+# the same package's core-sounds-en.txt.
+# Synthetic speech: espeak-ng (Debian), 16 kHz mono 16-bit. Labelled `synthetic` in the
+# scenario files.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=scenarios/audio
+mkdir -p "$out"
+
+need() { command -v "$1" >/dev/null || { echo "needs $1 (apt-get install $2)" >&2; exit 1; }; }
+need espeak-ng espeak-ng
+need sox sox
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+(cd "$tmp" && apt-get download asterisk-core-sounds-en-wav >/dev/null && dpkg -x ./*.deb x)
+for name in privacy-prompt tt-weasels agent-alreadyon conf-getpin; do
+  cp "$tmp/x/usr/share/asterisk/sounds/en_US_f_Allison/$name.wav" "$out/real-$name.wav"
+done
+
+synth() { # name text
+  espeak-ng -v en-us -s 165 -w "$tmp/$1.raw.wav" "$2"
+  sox "$tmp/$1.raw.wav" -r 16000 -c 1 -b 16 "$out/synthetic-$1.wav"
+}
+synth weather "What's the weather like in Paris today?"
+synth timer "Set a timer for ten minutes."
+synth joke "Can you tell me a short joke about computers?"
+synth moon "How far is the moon from the earth?"
+synth remind "Remind me to call my mother tomorrow at nine."
+ls -l "$out"
