@@ -1,0 +1,496 @@
+//! The sentence chunker: LLM deltas of any size in, speakable chunks out.
+//!
+//! Piper synthesizes a whole chunk in one model call, so its time to first audio grows with the
+//! chunk's length. The chunker therefore hands over each sentence as soon as it ends, and lets
+//! the *first* chunk end early at a clause boundary once it is long enough to sound natural.
+//!
+//! Boundaries:
+//! - sentence ends `. ! ?` followed by whitespace (with any closing quotes or brackets), and
+//!   `。！？` without;
+//! - a line break (list items, headings and paragraphs rarely end with punctuation);
+//! - for the first chunk only, `, ; :` followed by whitespace and `，；：、`, once the chunk
+//!   has at least [`ChunkerConfig::first_chunk_min_chars`] characters;
+//! - the length cap [`ChunkerConfig::max_chars`], at the last space before it (or mid-word when
+//!   there is none, as in unspaced scripts).
+//!
+//! Never boundaries: decimals and times (`3.14`, `7:30`, `3,000`: no whitespace follows),
+//! URLs and file names (same), ellipses (`...`), abbreviations (`Dr.`, `e.g.`, `U.S.`, `etc.`,
+//! single initials), and `No.` before a number. A missed boundary only makes a chunk longer;
+//! a wrong one breaks a sentence's prosody, so doubtful cases are not split.
+//!
+//! Markdown is stripped first ([`crate::markup`]). Chunks come out trimmed, with each run of
+//! whitespace collapsed to one space. A decision that needs the next character waits for it,
+//! so the chunks are the same however the text was split into deltas.
+
+use crate::markup::MarkupStripper;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkerConfig {
+    /// The first chunk may end at a clause boundary once it has this many characters.
+    /// `usize::MAX` disables early splitting.
+    pub first_chunk_min_chars: usize,
+    /// No chunk is longer than this many characters (at least 1).
+    pub max_chars: usize,
+}
+
+impl Default for ChunkerConfig {
+    fn default() -> Self {
+        Self {
+            // About three words: long enough for natural prosody, short enough that Piper's
+            // first audio comes quickly.
+            first_chunk_min_chars: 16,
+            // About two spoken sentences; longer chunks delay audio for no gain.
+            max_chars: 240,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Chunker {
+    config: ChunkerConfig,
+    markup: MarkupStripper,
+    /// Clean text not yet emitted.
+    buf: String,
+    emitted: usize,
+}
+
+/// Closing characters that belong to the sentence before them.
+const CLOSERS: &[char] = &['"', '\'', ')', ']', '}', '”', '’', '»', '」', '』', '）'];
+const SENTENCE_ENDS: &[char] = &['.', '!', '?'];
+const WIDE_SENTENCE_ENDS: &[char] = &['。', '！', '？'];
+const CLAUSE_ENDS: &[char] = &[',', ';', ':'];
+const WIDE_CLAUSE_ENDS: &[char] = &['，', '；', '：', '、'];
+
+/// Words that end with a period without ending the sentence (lowercase, without the period).
+const ABBREVIATIONS: &[&str] = &[
+    "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "mt", "vs", "etc", "approx", "dept", "fig",
+    "vol", "inc", "ltd", "co", "corp", "est", "gen", "gov", "sen", "rep", "col", "capt", "lt",
+    "sgt", "ave", "blvd", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct",
+    "nov", "dec",
+];
+
+impl Default for Chunker {
+    fn default() -> Self {
+        Self::new(ChunkerConfig::default())
+    }
+}
+
+impl Chunker {
+    pub fn new(config: ChunkerConfig) -> Self {
+        Self {
+            config: ChunkerConfig {
+                max_chars: config.max_chars.max(1),
+                ..config
+            },
+            markup: MarkupStripper::new(),
+            buf: String::new(),
+            emitted: 0,
+        }
+    }
+
+    /// Feeds one delta; returns the chunks it completed (often none).
+    pub fn push(&mut self, delta: &str) -> Vec<String> {
+        self.markup.push(delta, &mut self.buf);
+        self.drain(false)
+    }
+
+    /// End of the stream: returns the remaining chunks, the unterminated tail included.
+    pub fn finish(&mut self) -> Vec<String> {
+        self.markup.finish(&mut self.buf);
+        self.drain(true)
+    }
+
+    /// Chunks emitted so far.
+    pub fn emitted(&self) -> usize {
+        self.emitted
+    }
+
+    /// Splits a whole text (convenience for non-streaming callers such as `voxlat speak`).
+    pub fn split(text: &str, config: ChunkerConfig) -> Vec<String> {
+        let mut c = Chunker::new(config);
+        let mut out = c.push(text);
+        out.extend(c.finish());
+        out
+    }
+
+    fn drain(&mut self, at_end: bool) -> Vec<String> {
+        let mut out = Vec::new();
+        loop {
+            let lead = self.buf.len() - self.buf.trim_start().len();
+            self.buf.drain(..lead);
+            if self.buf.is_empty() {
+                break;
+            }
+            let first = self.emitted == 0;
+            let end = match find_boundary(&self.buf, first, &self.config, at_end) {
+                Some(end) => end,
+                None if at_end => self.buf.len(),
+                None => break,
+            };
+            let chunk = normalize_space(&self.buf[..end]);
+            self.buf.drain(..end);
+            if !chunk.is_empty() {
+                self.emitted += 1;
+                out.push(chunk);
+            }
+        }
+        out
+    }
+}
+
+fn normalize_space(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Byte offset where the chunk starting at `buf[0]` (not whitespace) ends, or `None` when that
+/// depends on text not received yet (or, at the end, when no boundary exists).
+fn find_boundary(buf: &str, first: bool, cfg: &ChunkerConfig, at_end: bool) -> Option<usize> {
+    let chars: Vec<(usize, char)> = buf.char_indices().collect();
+    let byte_at = |k: usize| chars.get(k).map_or(buf.len(), |&(b, _)| b);
+    // Length as it will be after whitespace is collapsed.
+    let mut length = 0usize;
+    let mut prev_space = false;
+    let mut k = 0;
+    while k < chars.len() {
+        let (i, c) = chars[k];
+        let space = c.is_whitespace();
+        if !(space && prev_space) {
+            length += 1;
+        }
+        prev_space = space;
+        if length > cfg.max_chars {
+            return Some(cap_split(buf, i));
+        }
+        if c == '\n' {
+            return Some(i);
+        }
+        if SENTENCE_ENDS.contains(&c) {
+            let (marks_end, run_end) = skip_run(&chars, k, SENTENCE_ENDS);
+            // The whole run is judged at once (each dot of an ellipsis would otherwise be
+            // judged again on its own), so it counts towards the cap here.
+            length += run_end - k - 1;
+            if length > cfg.max_chars {
+                return Some(cap_split(buf, i));
+            }
+            let Some(&(_, next)) = chars.get(run_end) else {
+                return at_end.then_some(buf.len());
+            };
+            let marks: String = chars[k..marks_end].iter().map(|&(_, c)| c).collect();
+            let ends = next.is_whitespace()
+                && !is_ellipsis(&marks)
+                && !(marks == "." && is_abbreviation(&chars, k, run_end));
+            if ends {
+                return Some(byte_at(run_end));
+            }
+            k = run_end;
+            prev_space = false;
+            continue;
+        }
+        if WIDE_SENTENCE_ENDS.contains(&c) {
+            let (_, run_end) = skip_run(&chars, k, WIDE_SENTENCE_ENDS);
+            length += run_end - k - 1;
+            if length > cfg.max_chars {
+                return Some(cap_split(buf, i));
+            }
+            if run_end == chars.len() && !at_end {
+                return None;
+            }
+            return Some(byte_at(run_end));
+        }
+        if first && length >= cfg.first_chunk_min_chars {
+            if CLAUSE_ENDS.contains(&c) {
+                match chars.get(k + 1) {
+                    None => return at_end.then_some(buf.len()),
+                    Some(&(_, next)) if next.is_whitespace() => return Some(byte_at(k + 1)),
+                    Some(_) => {}
+                }
+            } else if WIDE_CLAUSE_ENDS.contains(&c) {
+                return Some(byte_at(k + 1));
+            }
+        }
+        k += 1;
+    }
+    None
+}
+
+/// Ends of the run of terminators starting at `k`: after the marks, and after the closing
+/// quotes and brackets that follow them.
+fn skip_run(chars: &[(usize, char)], k: usize, terminators: &[char]) -> (usize, usize) {
+    let mut j = k;
+    while j < chars.len() && terminators.contains(&chars[j].1) {
+        j += 1;
+    }
+    let marks_end = j;
+    while j < chars.len() && CLOSERS.contains(&chars[j].1) {
+        j += 1;
+    }
+    (marks_end, j)
+}
+
+fn is_ellipsis(run: &str) -> bool {
+    run.chars().filter(|&c| c == '.').count() >= 2 && !run.contains(['!', '?'])
+}
+
+/// Whether the period at `dot` ends an abbreviation rather than a sentence. `after` is the
+/// index just past the period's run (its closers included).
+fn is_abbreviation(chars: &[(usize, char)], dot: usize, after: usize) -> bool {
+    let start = chars[..dot]
+        .iter()
+        .rposition(|&(_, c)| c.is_whitespace())
+        .map_or(0, |p| p + 1);
+    let word: String = chars[start..dot]
+        .iter()
+        .map(|&(_, c)| c)
+        .skip_while(|c| matches!(c, '"' | '\'' | '(' | '[' | '{' | '“' | '‘' | '«'))
+        .flat_map(char::to_lowercase)
+        .collect();
+    if word.is_empty() {
+        return false;
+    }
+    // A single initial ("J. R. R. Tolkien") or a dotted abbreviation ("e.g", "u.s", "ph.d"):
+    // every dot-separated part is one or two letters.
+    if word.split('.').all(|part| {
+        (1..=2).contains(&part.chars().count()) && part.chars().all(char::is_alphabetic)
+    }) && (word.contains('.') || word.chars().count() == 1)
+    {
+        return true;
+    }
+    if ABBREVIATIONS.contains(&word.as_str()) {
+        return true;
+    }
+    // "No. 5" but not "I said no. Then".
+    if word == "no" {
+        let next_word = chars[after..].iter().find(|&&(_, c)| !c.is_whitespace());
+        return next_word.is_some_and(|&(_, c)| c.is_ascii_digit());
+    }
+    false
+}
+
+/// Where a chunk that has grown past the cap at byte `at` is cut: the last whitespace before
+/// it, or `at` itself when there is none (a long URL, unspaced scripts).
+fn cap_split(buf: &str, at: usize) -> usize {
+    let through = buf[at..].chars().next().map_or(at, |c| at + c.len_utf8());
+    match buf[..through].rfind(char::is_whitespace) {
+        Some(p) if p > 0 => p,
+        _ => at,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunks(text: &str) -> Vec<String> {
+        Chunker::split(text, ChunkerConfig::default())
+    }
+
+    fn chunks_no_early(text: &str) -> Vec<String> {
+        Chunker::split(
+            text,
+            ChunkerConfig {
+                first_chunk_min_chars: usize::MAX,
+                ..ChunkerConfig::default()
+            },
+        )
+    }
+
+    #[test]
+    fn splits_on_sentence_ends() {
+        assert_eq!(
+            chunks_no_early("Hello there. How are you? I am fine! Good"),
+            ["Hello there.", "How are you?", "I am fine!", "Good"]
+        );
+    }
+
+    #[test]
+    fn splits_on_wide_sentence_ends_without_spaces() {
+        assert_eq!(
+            chunks("你好。今天好吗？很好！"),
+            ["你好。", "今天好吗？", "很好！"]
+        );
+    }
+
+    #[test]
+    fn first_chunk_splits_early_at_a_clause_once_long_enough() {
+        assert_eq!(
+            chunks("Well, that is a good question, and the answer is long. Then, more."),
+            [
+                "Well, that is a good question,",
+                "and the answer is long.",
+                "Then, more."
+            ]
+        );
+    }
+
+    #[test]
+    fn early_split_covers_semicolons_colons_and_wide_clause_marks() {
+        assert_eq!(
+            chunks("Here is the whole plan; step one follows."),
+            ["Here is the whole plan;", "step one follows."]
+        );
+        assert_eq!(
+            chunks("Here is the whole plan: step one follows."),
+            ["Here is the whole plan:", "step one follows."]
+        );
+        assert_eq!(
+            chunks("这是一个很长的句子的开头部分吧就这样，然后继续。"),
+            ["这是一个很长的句子的开头部分吧就这样，", "然后继续。"]
+        );
+    }
+
+    #[test]
+    fn later_chunks_do_not_split_at_clauses() {
+        assert_eq!(
+            chunks("Yes. Well, that is a good question, and the answer is long."),
+            [
+                "Yes.",
+                "Well, that is a good question, and the answer is long."
+            ]
+        );
+    }
+
+    #[test]
+    fn never_splits_decimals_times_or_thousands() {
+        assert_eq!(
+            chunks("Pi is about 3.14 today and the train at 7:30 costs 3,000 yen in total. Ok."),
+            [
+                "Pi is about 3.14 today and the train at 7:30 costs 3,000 yen in total.",
+                "Ok."
+            ]
+        );
+    }
+
+    #[test]
+    fn never_splits_abbreviations() {
+        for text in [
+            "Dr. Smith is here.",
+            "Ask Mr. Jones and Mrs. Jones now.",
+            "Fruit, e.g. apples, is good.",
+            "Use i.e. this one.",
+            "He moved to the U.S. in May.",
+            "Bring pens, paper, etc. to class.",
+            "J. R. R. Tolkien wrote it.",
+            "See item No. 5 for more.",
+            "Meet me at 5 p.m. tomorrow.",
+        ] {
+            assert_eq!(chunks_no_early(text), [text], "{text}");
+        }
+    }
+
+    #[test]
+    fn no_without_a_number_ends_a_sentence() {
+        assert_eq!(
+            chunks_no_early("I said no. Then I left."),
+            ["I said no.", "Then I left."]
+        );
+    }
+
+    #[test]
+    fn never_splits_ellipses() {
+        assert_eq!(
+            chunks_no_early("Wait... I think so. Yes"),
+            ["Wait... I think so.", "Yes"]
+        );
+        assert_eq!(chunks_no_early("What...? No."), ["What...?", "No."]);
+    }
+
+    #[test]
+    fn never_splits_urls() {
+        assert_eq!(
+            chunks_no_early("Go to https://example.com/a.b?c=d!e now. Or www.x.org. Done"),
+            [
+                "Go to https://example.com/a.b?c=d!e now.",
+                "Or www.x.org.",
+                "Done"
+            ]
+        );
+    }
+
+    #[test]
+    fn closing_quotes_and_brackets_stay_with_their_sentence() {
+        assert_eq!(
+            chunks_no_early("He said \"stop.\" Then (quietly.) we left."),
+            ["He said \"stop.\"", "Then (quietly.)", "we left."]
+        );
+    }
+
+    #[test]
+    fn line_breaks_end_chunks() {
+        assert_eq!(
+            chunks("Shopping list\n- apples\n- pears\n\nThat is all"),
+            ["Shopping list", "apples", "pears", "That is all"]
+        );
+    }
+
+    #[test]
+    fn markdown_is_stripped() {
+        assert_eq!(
+            chunks("## **Answer**\n1. Run `cargo build` first.\n* Then test."),
+            ["Answer", "Run cargo build first.", "Then test."]
+        );
+    }
+
+    #[test]
+    fn the_tail_is_flushed_at_the_end() {
+        let mut c = Chunker::default();
+        assert!(c.push("no terminator here").is_empty());
+        assert_eq!(c.finish(), ["no terminator here"]);
+        assert_eq!(c.emitted(), 1);
+    }
+
+    #[test]
+    fn a_final_period_waits_for_the_next_delta() {
+        let mut c = Chunker::new(ChunkerConfig {
+            first_chunk_min_chars: usize::MAX,
+            ..ChunkerConfig::default()
+        });
+        assert!(c.push("It costs 3.").is_empty());
+        assert_eq!(c.push("50 dollars. And"), ["It costs 3.50 dollars."]);
+        assert_eq!(c.finish(), ["And"]);
+    }
+
+    #[test]
+    fn long_text_is_capped_at_a_word_boundary() {
+        let cfg = ChunkerConfig {
+            first_chunk_min_chars: usize::MAX,
+            max_chars: 20,
+        };
+        let out = Chunker::split("one two three four five six seven eight nine", cfg);
+        assert_eq!(out, ["one two three four", "five six seven eight", "nine"]);
+        assert!(out.iter().all(|c| c.chars().count() <= 20));
+    }
+
+    #[test]
+    fn closing_quotes_count_towards_the_cap() {
+        let cfg = ChunkerConfig {
+            first_chunk_min_chars: usize::MAX,
+            max_chars: 13,
+        };
+        assert_eq!(
+            Chunker::split("bold \"quoted.\"", cfg),
+            ["bold", "\"quoted.\""]
+        );
+    }
+
+    #[test]
+    fn a_word_longer_than_the_cap_is_cut() {
+        let cfg = ChunkerConfig {
+            first_chunk_min_chars: usize::MAX,
+            max_chars: 4,
+        };
+        assert_eq!(Chunker::split("abcdefghij", cfg), ["abcd", "efgh", "ij"]);
+    }
+
+    #[test]
+    fn whitespace_is_collapsed_and_empty_input_gives_nothing() {
+        assert_eq!(chunks("  a   b \t c.  "), ["a b c."]);
+        assert!(chunks("").is_empty());
+        assert!(chunks("   \n\n  ").is_empty());
+        assert!(chunks("**``**").is_empty());
+    }
+
+    #[test]
+    fn punctuation_and_emoji_only_chunks_pass_through_for_tts_to_judge() {
+        assert_eq!(chunks("Great! 🎉🎉 ... !!"), ["Great!", "🎉🎉 ... !!"]);
+    }
+}
