@@ -19,7 +19,7 @@ need sox sox
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd "$tmp" && apt-get download asterisk-core-sounds-en-wav >/dev/null && dpkg -x ./*.deb x)
-for name in privacy-prompt tt-weasels agent-alreadyon conf-getpin; do
+for name in privacy-prompt tt-weasels agent-alreadyon conf-getpin auth-thankyou; do
   cp "$tmp/x/usr/share/asterisk/sounds/en_US_f_Allison/$name.wav" "$out/real-$name.wav"
 done
 

@@ -32,23 +32,23 @@ pub enum AsrError {
         #[source]
         source: WhisperError,
     },
-    #[error("cannot read WAV {path}: {source}")]
-    Wav {
-        path: PathBuf,
-        #[source]
-        source: hound::Error,
-    },
-    #[error("WAV {path}: {detail}")]
-    UnsupportedWav { path: PathBuf, detail: String },
     #[error("no audio samples to transcribe")]
     EmptyAudio,
+    #[error("sample {index} is not a finite number (NaN or infinity): the audio is corrupt")]
+    NotFinite { index: usize },
     #[error("whisper.cpp failed: {0}")]
     Inference(#[source] WhisperError),
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Transcript {
+    /// What was said; empty when the output was rejected.
     pub text: String,
+    /// Whisper's output verbatim, before filtering.
+    pub raw: String,
+    /// Why the output was dropped (a hallucination on quiet audio, no words at all).
+    pub rejected: Option<String>,
+    pub levels: crate::filter::Levels,
     /// Wall time of the whisper.cpp call (encoder + decoder).
     pub compute: Duration,
     pub audio: Duration,
@@ -102,6 +102,9 @@ impl WhisperEngine {
         if samples.is_empty() {
             return Err(AsrError::EmptyAudio);
         }
+        if let Some(index) = samples.iter().position(|v| !v.is_finite()) {
+            return Err(AsrError::NotFinite { index });
+        }
         let seconds = samples.len() as f64 / SAMPLE_RATE as f64;
         let mut params = FullParams::new(SamplingStrategy::Greedy { best_of: 1 });
         params.set_n_threads(self.threads);
@@ -131,59 +134,22 @@ impl WhisperEngine {
             text.push_str(&piece);
         }
         let audio = Duration::from_secs_f64(seconds);
+        let levels = crate::filter::levels(samples);
+        let raw = text.trim().to_string();
+        let (text, rejected) = match crate::filter::filter(&raw, levels) {
+            Ok(t) => (t, None),
+            Err(why) => (String::new(), Some(why)),
+        };
         Ok(Transcript {
-            text: text.trim().to_string(),
+            text,
+            raw,
+            rejected,
+            levels,
             compute,
             audio,
             real_time_factor: compute.as_secs_f64() / seconds,
         })
     }
-}
-
-/// Reads a 16 kHz WAV as mono f32, averaging channels. Other rates are refused rather than
-/// resampled badly: whisper would silently mis-hear them.
-pub fn read_wav_16k_mono(path: &Path) -> Result<Vec<f32>, AsrError> {
-    let wav_err = |source| AsrError::Wav {
-        path: path.to_path_buf(),
-        source,
-    };
-    let reader = hound::WavReader::open(path).map_err(wav_err)?;
-    let spec = reader.spec();
-    if spec.sample_rate != SAMPLE_RATE {
-        return Err(AsrError::UnsupportedWav {
-            path: path.to_path_buf(),
-            detail: format!(
-                "sample rate is {} Hz; resample to 16000 Hz first (e.g. `sox in.wav -r 16000 out.wav`)",
-                spec.sample_rate
-            ),
-        });
-    }
-    let channels = usize::from(spec.channels.max(1));
-    let interleaved: Vec<f32> = match spec.sample_format {
-        hound::SampleFormat::Float => reader
-            .into_samples::<f32>()
-            .collect::<Result<_, _>>()
-            .map_err(wav_err)?,
-        hound::SampleFormat::Int => {
-            let bits = spec.bits_per_sample;
-            if !(1..=32).contains(&bits) {
-                return Err(AsrError::UnsupportedWav {
-                    path: path.to_path_buf(),
-                    detail: format!("{bits}-bit integer samples"),
-                });
-            }
-            let scale = 1.0 / (1u64 << (bits - 1)) as f32;
-            reader
-                .into_samples::<i32>()
-                .map(|s| s.map(|v| v as f32 * scale))
-                .collect::<Result<_, _>>()
-                .map_err(wav_err)?
-        }
-    };
-    Ok(interleaved
-        .chunks(channels)
-        .map(|frame| frame.iter().sum::<f32>() / frame.len() as f32)
-        .collect())
 }
 
 #[cfg(test)]
@@ -198,39 +164,6 @@ mod tests {
         assert_eq!(audio_ctx_for(29.0), 1500);
         assert_eq!(audio_ctx_for(1e12), 1500);
         assert_eq!(audio_ctx_for(-1.0), 256);
-    }
-
-    #[test]
-    fn wav_reader_downmixes_and_scales_and_refuses_other_rates() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("s.wav");
-        let spec = hound::WavSpec {
-            channels: 2,
-            sample_rate: 16_000,
-            bits_per_sample: 16,
-            sample_format: hound::SampleFormat::Int,
-        };
-        let mut w = hound::WavWriter::create(&p, spec).unwrap();
-        for s in [16384i16, 0, -32768, -32768] {
-            w.write_sample(s).unwrap();
-        }
-        w.finalize().unwrap();
-        assert_eq!(read_wav_16k_mono(&p).unwrap(), vec![0.25, -1.0]);
-
-        let q = dir.path().join("r.wav");
-        let mut w = hound::WavWriter::create(
-            &q,
-            hound::WavSpec {
-                sample_rate: 8_000,
-                channels: 1,
-                ..spec
-            },
-        )
-        .unwrap();
-        w.write_sample(0i16).unwrap();
-        w.finalize().unwrap();
-        let err = read_wav_16k_mono(&q).unwrap_err().to_string();
-        assert!(err.contains("8000 Hz"), "{err}");
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //!   loads. It is pure Rust and always available.
 //! - `engine` (feature `engine`, on by default) runs whisper.cpp through whisper-rs with the
 //!   settings that matter for short utterances.
+//! - [`filter`] keeps Whisper's hallucinations on quiet audio from becoming turns.
 
 pub mod convert;
 #[cfg(feature = "engine")]
 pub mod engine;
+pub mod filter;

@@ -9,6 +9,7 @@ pub mod report;
 pub mod request_id;
 pub mod segments;
 pub mod stats;
+pub mod text;
 pub mod timeline;
 
 pub use clock::Nanos;

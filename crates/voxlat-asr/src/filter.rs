@@ -1,0 +1,151 @@
+//! Whisper hallucinates on silence and near-silence: "Thank you.", "you", "Thanks for
+//! watching!", "[BLANK_AUDIO]". Such output must not become a turn. Non-speech annotations
+//! are always removed; a known hallucination is rejected only when the audio is quiet, so a
+//! user who really says "thank you" is still heard.
+
+/// Below this peak level the audio cannot hold intelligible speech, whatever Whisper says.
+pub const SILENT_PEAK_DBFS: f32 = -45.0;
+/// Known hallucinations are rejected when the audio's RMS is below this.
+pub const QUIET_RMS_DBFS: f32 = -35.0;
+
+const KNOWN: &[&str] = &[
+    "you",
+    "thank you",
+    "thank you very much",
+    "thanks",
+    "thanks for watching",
+    "thank you for watching",
+    "thank you so much for watching",
+    "please subscribe",
+    "bye",
+    "bye bye",
+    "okay",
+    "so",
+    "the end",
+    "oh",
+    "uh",
+    "um",
+    "hmm",
+];
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Levels {
+    pub peak_dbfs: f32,
+    pub rms_dbfs: f32,
+}
+
+pub fn levels(samples: &[f32]) -> Levels {
+    let db = |x: f32| 20.0 * x.max(1e-10).log10();
+    let peak = samples.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let rms = (samples.iter().map(|v| v * v).sum::<f32>() / samples.len().max(1) as f32).sqrt();
+    Levels {
+        peak_dbfs: db(peak),
+        rms_dbfs: db(rms),
+    }
+}
+
+/// Removes `[BLANK_AUDIO]`, `(music)`, `*sighs*` and the like.
+pub fn strip_annotations(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut depth: Option<char> = None;
+    for c in text.chars() {
+        match (depth, c) {
+            (None, '[') => depth = Some(']'),
+            (None, '(') => depth = Some(')'),
+            (None, '*') => depth = Some('*'),
+            (Some(close), c) if c == close => depth = None,
+            (Some(_), _) => {}
+            (None, c) => out.push(c),
+        }
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn normalized(text: &str) -> String {
+    text.chars()
+        .filter(|c| c.is_alphanumeric() || c.is_whitespace() || *c == '\'')
+        .flat_map(char::to_lowercase)
+        .collect::<String>()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The text to keep (annotations removed), or why the whole output is rejected.
+pub fn filter(text: &str, levels: Levels) -> Result<String, String> {
+    let kept = strip_annotations(text);
+    let norm = normalized(&kept);
+    if norm.is_empty() {
+        return Err(format!("no words (Whisper said {text:?})"));
+    }
+    if levels.peak_dbfs < SILENT_PEAK_DBFS {
+        return Err(format!(
+            "audio too quiet for speech (peak {:.0} dBFS): {text:?} is a hallucination",
+            levels.peak_dbfs
+        ));
+    }
+    if KNOWN.contains(&norm.as_str()) && levels.rms_dbfs < QUIET_RMS_DBFS {
+        return Err(format!(
+            "{text:?} on quiet audio (RMS {:.0} dBFS) is a known Whisper hallucination",
+            levels.rms_dbfs
+        ));
+    }
+    Ok(kept)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOUD: Levels = Levels {
+        peak_dbfs: -6.0,
+        rms_dbfs: -22.0,
+    };
+    const QUIET: Levels = Levels {
+        peak_dbfs: -30.0,
+        rms_dbfs: -48.0,
+    };
+    const SILENT: Levels = Levels {
+        peak_dbfs: -70.0,
+        rms_dbfs: -90.0,
+    };
+
+    #[test]
+    fn annotations_are_removed() {
+        assert_eq!(strip_annotations("[BLANK_AUDIO]"), "");
+        assert_eq!(
+            strip_annotations("Hello (upbeat music) world *sighs*"),
+            "Hello world"
+        );
+        assert!(filter("[BLANK_AUDIO]", LOUD).is_err());
+        assert_eq!(
+            filter(" Set a timer. [Music]", LOUD).unwrap(),
+            "Set a timer."
+        );
+    }
+
+    #[test]
+    fn known_phrases_pass_when_loud_and_fail_when_quiet() {
+        assert_eq!(filter(" Thank you.", LOUD).unwrap(), "Thank you.");
+        assert!(filter(" Thank you.", QUIET)
+            .unwrap_err()
+            .contains("hallucination"));
+        assert!(filter("Thanks for watching!", QUIET).is_err());
+        assert_eq!(
+            filter("Turn the lights off.", QUIET).unwrap(),
+            "Turn the lights off."
+        );
+    }
+
+    #[test]
+    fn nothing_passes_on_silence() {
+        assert!(filter("Turn the lights off.", SILENT).is_err());
+    }
+
+    #[test]
+    fn levels_of_known_signals() {
+        let l = levels(&[0.5, -0.5, 0.5, -0.5]);
+        assert!((l.peak_dbfs + 6.02).abs() < 0.01 && (l.rms_dbfs + 6.02).abs() < 0.01);
+        assert!(levels(&[0.0; 10]).peak_dbfs < -150.0);
+    }
+}

@@ -1,0 +1,93 @@
+//! Whisper on the bundled utterances (real Asterisk prompts and synthetic speech), the
+//! hallucination filter on silence, noise and a real "thank you", and bad input.
+#![cfg(feature = "engine")]
+
+mod common;
+
+use common::{scenario_audio, whisper_model};
+use voxlat_asr::engine::{AsrError, WhisperEngine};
+use voxlat_core::text::wer;
+
+const CLIPS: &[(&str, &str)] = &[
+    ("real-privacy-prompt.wav", "Please enter your phone number, starting with the area code."),
+    ("real-tt-weasels.wav", "Weasels have eaten our phone system"),
+    ("real-conf-getpin.wav", "Please enter the conference pin number."),
+    ("real-agent-alreadyon.wav", "That agent is already logged on. Please enter your agent number followed by the pound key."),
+    ("synthetic-weather.wav", "What's the weather like in Paris today?"),
+    ("synthetic-timer.wav", "Set a timer for ten minutes."),
+    ("synthetic-joke.wav", "Can you tell me a short joke about computers?"),
+    ("synthetic-moon.wav", "How far is the moon from the earth?"),
+    ("synthetic-remind.wav", "Remind me to call my mother tomorrow at nine."),
+];
+
+/// Corpus WER bound for tiny.en on these clips (measured 0.0–5 % here; 8 kHz telephone
+/// prompts and synthetic voices are its hardest inputs).
+const MAX_CORPUS_WER: f64 = 0.15;
+
+#[test]
+fn bundled_clips_are_transcribed_within_the_wer_bound() {
+    let mut engine = WhisperEngine::load(&whisper_model(), 2).expect("load");
+    let mut errors = 0.0;
+    let mut words = 0.0;
+    for (clip, reference) in CLIPS {
+        let t = engine
+            .transcribe(&scenario_audio(clip))
+            .expect("transcribe");
+        let w = wer(reference, &t.text);
+        let n = voxlat_core::text::normalize_words(reference).len() as f64;
+        eprintln!(
+            "{clip}: WER {w:.2} {:?} ({:?}, RTF {:.2})",
+            t.text, t.compute, t.real_time_factor
+        );
+        assert!(t.rejected.is_none(), "{clip}: {:?}", t.rejected);
+        assert!(w <= 0.34, "{clip}: WER {w:.2}: {:?}", t.text);
+        errors += w * n;
+        words += n;
+    }
+    let corpus = errors / words;
+    eprintln!("corpus WER {corpus:.3} over {} clips", CLIPS.len());
+    assert!(corpus <= MAX_CORPUS_WER, "corpus WER {corpus:.3}");
+}
+
+#[test]
+fn silence_and_quiet_noise_do_not_become_turns_but_a_real_thank_you_does() {
+    let mut engine = WhisperEngine::load(&whisper_model(), 2).expect("load");
+    let silence = vec![0.0f32; 32_000];
+    let t = engine.transcribe(&silence).expect("transcribe");
+    assert_eq!(t.text, "", "silence gave {:?}", t.raw);
+    assert!(t.rejected.is_some());
+
+    let mut rng = 0x2545_F491_4F6C_DD1Du64;
+    let noise: Vec<f32> = (0..32_000)
+        .map(|_| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            ((rng >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.004
+        })
+        .collect();
+    let t = engine.transcribe(&noise).expect("transcribe");
+    assert_eq!(t.text, "", "quiet noise gave {:?}", t.raw);
+
+    let t = engine
+        .transcribe(&scenario_audio("real-auth-thankyou.wav"))
+        .expect("transcribe");
+    assert!(
+        t.text.to_lowercase().contains("thank you"),
+        "a real thank-you must pass: {:?} ({:?})",
+        t.text,
+        t.rejected
+    );
+}
+
+#[test]
+fn bad_samples_are_errors() {
+    let mut engine = WhisperEngine::load(&whisper_model(), 1).expect("load");
+    assert!(matches!(engine.transcribe(&[]), Err(AsrError::EmptyAudio)));
+    let mut x = vec![0.1f32; 1600];
+    x[7] = f32::NAN;
+    assert!(matches!(
+        engine.transcribe(&x),
+        Err(AsrError::NotFinite { index: 7 })
+    ));
+}
