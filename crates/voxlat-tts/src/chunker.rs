@@ -238,9 +238,20 @@ fn is_abbreviation(chars: &[(usize, char)], dot: usize, after: usize) -> bool {
         .iter()
         .rposition(|&(_, c)| c.is_whitespace())
         .map_or(0, |p| p + 1);
-    let word: String = chars[start..dot]
+    let word: String = chars[start..dot].iter().map(|&(_, c)| c).collect();
+    let next = chars[after..]
         .iter()
         .map(|&(_, c)| c)
+        .find(|c| !c.is_whitespace());
+    abbreviation_before_dot(&word, next)
+}
+
+/// Whether `word` (the text between the previous whitespace and a period) is an abbreviation,
+/// so that the period does not end the sentence. `next` is the first non-space character after
+/// the period, when known.
+pub(crate) fn abbreviation_before_dot(word: &str, next: Option<char>) -> bool {
+    let word: String = word
+        .chars()
         .skip_while(|c| matches!(c, '"' | '\'' | '(' | '[' | '{' | '“' | '‘' | '«'))
         .flat_map(char::to_lowercase)
         .collect();
@@ -259,11 +270,7 @@ fn is_abbreviation(chars: &[(usize, char)], dot: usize, after: usize) -> bool {
         return true;
     }
     // "No. 5" but not "I said no. Then".
-    if word == "no" {
-        let next_word = chars[after..].iter().find(|&&(_, c)| !c.is_whitespace());
-        return next_word.is_some_and(|&(_, c)| c.is_ascii_digit());
-    }
-    false
+    word == "no" && next.is_some_and(|c| c.is_ascii_digit())
 }
 
 /// Where a chunk that has grown past the cap at byte `at` is cut: the last whitespace before
