@@ -1,0 +1,426 @@
+//! Slots and the bounded queue. Each slot is one OS thread owning one engine (a llama.cpp
+//! context is not `Send`, and a slot keeps its KV cache between requests for prefix reuse).
+//! Requests beyond `slots + queue` are refused at once instead of waiting without bound, and
+//! a request whose client has gone is dropped: before it starts, or at its next token.
+
+use crate::error::ApiError;
+use crate::text::{Scan, StopMatcher, Utf8Joiner};
+use crate::timings::{Stamps, Timings};
+use serde::Serialize;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Instant;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    Stop,
+    Length,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sampling {
+    /// 0 means greedy.
+    pub temperature: f32,
+    pub top_p: f32,
+    pub seed: Option<u32>,
+}
+
+/// What a slot needs to run one request: the prompt already templated and tokenized.
+#[derive(Debug, Clone)]
+pub struct JobSpec {
+    pub tokens: Vec<i32>,
+    pub stops: Vec<String>,
+    pub max_tokens: u32,
+    pub sampling: Sampling,
+    pub timings_per_token: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub cached_tokens: u64,
+}
+
+/// What a slot reports back to the HTTP side, in order.
+#[derive(Debug, Clone)]
+pub enum Event {
+    Delta {
+        text: String,
+        timings: Option<Timings>,
+    },
+    Done {
+        finish: FinishReason,
+        usage: Usage,
+        timings: Timings,
+    },
+    Failed(String),
+}
+
+/// How an engine's run ended, when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Finished(FinishReason),
+    Cancelled,
+}
+
+/// One slot's model runner. It calls the [`Sink`] as it goes; the sink owns stop strings,
+/// `max_tokens`, timings and cancellation, so every engine (the real one and test fakes)
+/// behaves the same at the edges.
+pub trait Engine {
+    fn generate(&mut self, job: &JobSpec, sink: &mut Sink) -> Result<Outcome, String>;
+    /// Forget any cached state, after a failure left it unknown.
+    fn reset(&mut self);
+}
+
+/// The engine's view of the request it is serving.
+pub struct Sink {
+    tx: UnboundedSender<Event>,
+    stamps: Stamps,
+    joiner: Utf8Joiner,
+    matcher: StopMatcher,
+    max_tokens: u32,
+    per_token: bool,
+    cache_n: u64,
+    prompt_n: u64,
+    predicted_n: u64,
+}
+
+/// What the engine does after handing over a token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    Continue,
+    Finish(FinishReason),
+    Cancelled,
+}
+
+impl Sink {
+    fn new(job: &JobSpec, tx: UnboundedSender<Event>, mut stamps: Stamps) -> Sink {
+        stamps.started = Some(Instant::now());
+        Sink {
+            tx,
+            stamps,
+            joiner: Utf8Joiner::default(),
+            matcher: StopMatcher::new(job.stops.clone()),
+            max_tokens: job.max_tokens,
+            per_token: job.timings_per_token,
+            cache_n: 0,
+            prompt_n: 0,
+            predicted_n: 0,
+        }
+    }
+
+    /// The client went away: stop spending CPU on it.
+    pub fn cancelled(&self) -> bool {
+        self.tx.is_closed()
+    }
+
+    /// The prompt is evaluated: `cache_n` tokens came from the KV cache, `prompt_n` were run.
+    pub fn prefilled(&mut self, cache_n: usize, prompt_n: usize) {
+        self.stamps.prefilled = Some(Instant::now());
+        self.cache_n = cache_n as u64;
+        self.prompt_n = prompt_n as u64;
+    }
+
+    /// One sampled token's bytes (not an end-of-generation token).
+    pub fn token(&mut self, bytes: &[u8]) -> Step {
+        let now = Instant::now();
+        self.stamps.first_token.get_or_insert(now);
+        self.stamps.last_token = Some(now);
+        self.predicted_n += 1;
+        let text = self.joiner.push(bytes);
+        let (text, stopped) = match self.matcher.push(&text) {
+            Scan::Text(t) => (t, false),
+            Scan::Stopped(t) => (t, true),
+        };
+        if !text.is_empty() && !self.send_delta(text) {
+            return Step::Cancelled;
+        }
+        if stopped {
+            Step::Finish(FinishReason::Stop)
+        } else if self.predicted_n >= u64::from(self.max_tokens) {
+            Step::Finish(FinishReason::Length)
+        } else if self.cancelled() {
+            Step::Cancelled
+        } else {
+            Step::Continue
+        }
+    }
+
+    fn send_delta(&mut self, text: String) -> bool {
+        let timings = self.per_token.then(|| self.timings());
+        self.tx.send(Event::Delta { text, timings }).is_ok()
+    }
+
+    fn timings(&self) -> Timings {
+        self.stamps.timings(
+            self.cache_n,
+            self.prompt_n,
+            self.predicted_n,
+            Instant::now(),
+        )
+    }
+
+    fn done(mut self, finish: FinishReason) {
+        // Text held back as a possible stop string was not one after all (the reply ended
+        // another way), and an unfinished character is flushed as a replacement character.
+        let tail = self.joiner.finish();
+        let rest = match self.matcher.push(&tail) {
+            Scan::Text(t) => t + &self.matcher.finish(),
+            Scan::Stopped(t) => t,
+        };
+        if !rest.is_empty() {
+            self.send_delta(rest);
+        }
+        let usage = Usage {
+            prompt_tokens: self.cache_n + self.prompt_n,
+            completion_tokens: self.predicted_n,
+            cached_tokens: self.cache_n,
+        };
+        let timings = self.timings();
+        let _ = self.tx.send(Event::Done {
+            finish,
+            usage,
+            timings,
+        });
+    }
+
+    fn fail(self, why: String) {
+        let _ = self.tx.send(Event::Failed(why));
+    }
+}
+
+/// Counters for `/health` and the log.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub busy: AtomicUsize,
+    pub admitted: AtomicUsize,
+    pub completed: AtomicU64,
+    pub cancelled: AtomicU64,
+    pub rejected: AtomicU64,
+    pub failed: AtomicU64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct StatsSnapshot {
+    pub slots: usize,
+    pub queue_limit: usize,
+    pub busy: usize,
+    pub queued: usize,
+    pub completed: u64,
+    pub cancelled: u64,
+    pub rejected: u64,
+    pub failed: u64,
+}
+
+/// Frees its place in the admission count when the request is done with, however that happens.
+struct Permit(Arc<Stats>);
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        self.0.admitted.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+struct Job {
+    spec: JobSpec,
+    stamps: Stamps,
+    tx: UnboundedSender<Event>,
+    id: String,
+    _permit: Permit,
+}
+
+pub struct Scheduler {
+    tx: Mutex<Option<mpsc::Sender<Job>>>,
+    stats: Arc<Stats>,
+    slots: usize,
+    queue: usize,
+    workers: Mutex<Vec<std::thread::JoinHandle<()>>>,
+}
+
+impl Scheduler {
+    /// Starts `slots` workers, one after another: each builds its engine on its own thread
+    /// with `make_engine(slot)` (llama.cpp contexts must not be created concurrently).
+    pub fn start<F>(slots: usize, queue: usize, make_engine: F) -> Result<Scheduler, String>
+    where
+        F: Fn(usize) -> Result<Box<dyn Engine>, String> + Send + Sync + 'static,
+    {
+        let slots = slots.max(1);
+        let (tx, rx) = mpsc::channel::<Job>();
+        let rx = Arc::new(Mutex::new(rx));
+        let make_engine = Arc::new(make_engine);
+        let stats = Arc::new(Stats::default());
+        let mut workers = Vec::new();
+        for slot in 0..slots {
+            let (ready_tx, ready_rx) = mpsc::channel();
+            let rx = rx.clone();
+            let make = make_engine.clone();
+            let stats = stats.clone();
+            let handle = std::thread::Builder::new()
+                .name(format!("slot-{slot}"))
+                .spawn(move || match make(slot) {
+                    Ok(engine) => {
+                        let _ = ready_tx.send(Ok(()));
+                        worker(slot, engine, &rx, &stats);
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                    }
+                })
+                .map_err(|e| format!("cannot start slot thread: {e}"))?;
+            ready_rx
+                .recv()
+                .map_err(|_| format!("slot {slot} died while starting"))??;
+            workers.push(handle);
+        }
+        Ok(Scheduler {
+            tx: Mutex::new(Some(tx)),
+            stats,
+            slots,
+            queue,
+            workers: Mutex::new(workers),
+        })
+    }
+
+    /// Queues a request, or refuses it when every slot is busy and the queue is full.
+    pub fn submit(
+        &self,
+        id: String,
+        spec: JobSpec,
+        stamps: Stamps,
+    ) -> Result<UnboundedReceiver<Event>, ApiError> {
+        let limit = self.slots + self.queue;
+        let admitted = self
+            .stats
+            .admitted
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < limit).then_some(n + 1)
+            });
+        if admitted.is_err() {
+            self.stats.rejected.fetch_add(1, Ordering::Relaxed);
+            let busy = self.stats.busy.load(Ordering::Acquire);
+            return Err(ApiError::Busy {
+                slots: self.slots,
+                queued: limit.saturating_sub(busy),
+                queue: self.queue,
+            });
+        }
+        let permit = Permit(self.stats.clone());
+        let (tx, rx) = unbounded_channel();
+        let mut stamps = stamps;
+        stamps.queued = Instant::now();
+        let job = Job {
+            spec,
+            stamps,
+            tx,
+            id,
+            _permit: permit,
+        };
+        let sent = self
+            .tx
+            .lock()
+            .ok()
+            .and_then(|g| g.as_ref().map(|tx| tx.send(job).is_ok()));
+        if sent != Some(true) {
+            return Err(ApiError::Internal("the server is shutting down".into()));
+        }
+        Ok(rx)
+    }
+
+    pub fn stats(&self) -> StatsSnapshot {
+        let s = &self.stats;
+        let admitted = s.admitted.load(Ordering::Acquire);
+        let busy = s.busy.load(Ordering::Acquire);
+        StatsSnapshot {
+            slots: self.slots,
+            queue_limit: self.queue,
+            busy,
+            queued: admitted.saturating_sub(busy),
+            completed: s.completed.load(Ordering::Relaxed),
+            cancelled: s.cancelled.load(Ordering::Relaxed),
+            rejected: s.rejected.load(Ordering::Relaxed),
+            failed: s.failed.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Stops taking requests and waits for the slots to finish what they are running.
+    pub fn shutdown(&self) {
+        if let Ok(mut g) = self.tx.lock() {
+            g.take();
+        }
+        let handles = self
+            .workers
+            .lock()
+            .map(|mut w| std::mem::take(&mut *w))
+            .unwrap_or_default();
+        for h in handles {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Scheduler {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn worker(
+    slot: usize,
+    mut engine: Box<dyn Engine>,
+    rx: &Mutex<mpsc::Receiver<Job>>,
+    stats: &Stats,
+) {
+    loop {
+        let job = {
+            let Ok(rx) = rx.lock() else { return };
+            match rx.recv() {
+                Ok(job) => job,
+                Err(_) => return,
+            }
+        };
+        if job.tx.is_closed() {
+            stats.cancelled.fetch_add(1, Ordering::Relaxed);
+            tracing::info!(request_id = %job.id, slot, "client left while queued; dropped");
+            continue;
+        }
+        stats.busy.fetch_add(1, Ordering::AcqRel);
+        let mut sink = Sink::new(&job.spec, job.tx.clone(), job.stamps.clone());
+        let result = catch_unwind(AssertUnwindSafe(|| engine.generate(&job.spec, &mut sink)));
+        match result {
+            Ok(Ok(Outcome::Finished(reason))) => {
+                let t = sink.timings();
+                tracing::info!(
+                    request_id = %job.id, slot, cache_n = t.cache_n, prompt_n = t.prompt_n,
+                    predicted_n = t.predicted_n, queue_ms = t.queue_ms, prompt_ms = t.prompt_ms,
+                    first_token_ms = t.first_token_ms, total_ms = t.total_ms, ?reason, "done"
+                );
+                sink.done(reason);
+                stats.completed.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(Ok(Outcome::Cancelled)) => {
+                stats.cancelled.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(request_id = %job.id, slot, "client disconnected; generation cancelled");
+            }
+            Ok(Err(e)) => {
+                stats.failed.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(request_id = %job.id, slot, error = %e, "generation failed");
+                engine.reset();
+                sink.fail(e);
+            }
+            Err(_) => {
+                stats.failed.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(request_id = %job.id, slot, "generation panicked");
+                engine.reset();
+                sink.fail("internal error (panic in the engine); the slot was reset".into());
+            }
+        }
+        stats.busy.fetch_sub(1, Ordering::AcqRel);
+        // The permit (admission) is released when `job` drops here, after `busy` went down,
+        // so `admitted - busy` never counts a finished job as queued.
+        drop(job);
+    }
+}
