@@ -2,6 +2,7 @@
 //! module under `cmd/`; this file only parses and dispatches.
 
 mod cmd;
+mod embedded;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -21,8 +22,14 @@ struct Cli {
 enum Command {
     /// Benchmark an OpenAI-compatible streaming endpoint: TTFT, TPOT, ITL and E2E per cell.
     BenchLlm(Box<cmd::bench_llm::BenchLlmArgs>),
+    /// Transcribe WAV files with Whisper and print each transcript with its timing.
+    Transcribe(cmd::transcribe::TranscribeArgs),
+    /// Print the endpointer's speech segments and decisions for WAV files.
+    Vad(cmd::vad::VadArgs),
     /// Fetch, list and verify the models and native libraries (Whisper, Piper, ONNX Runtime, Gemma, Silero VAD).
     Models(cmd::models::ModelsArgs),
+    /// Run the embedded OpenAI-compatible LLM server (llama.cpp) with server-side timings; `voxlat serve --help` for its flags.
+    Serve(cmd::serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,7 +38,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::BenchLlm(args) => cmd::bench_llm::run(*args),
+        Command::Transcribe(args) => cmd::transcribe::run(args),
+        Command::Vad(args) => cmd::vad::run(args),
         Command::Models(args) => cmd::models::run(args),
+        Command::Serve(args) => cmd::serve::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,6 +1,9 @@
 pub mod bench_llm;
 pub mod models;
+pub mod serve;
 pub mod table;
+pub mod transcribe;
+pub mod vad;
 
 /// Logs go to stderr, off unless `RUST_LOG` asks for them: stdout is for results.
 pub fn init_tracing() {

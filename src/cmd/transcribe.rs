@@ -1,0 +1,85 @@
+//! `voxlat transcribe FILE…`: Whisper on WAV files, with timing, like whisper.cpp's own CLI.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+use voxlat_asr::engine::WhisperEngine;
+use voxlat_core::threads::ThreadBudget;
+
+/// Transcribes WAV files (any common encoding, rate and channel count: they are resampled to
+/// 16 kHz mono) and prints each transcript with its compute time and real-time factor.
+#[derive(Args, Debug)]
+pub struct TranscribeArgs {
+    /// WAV files.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// A ggml Whisper model. [default: whisper-tiny.en from the model cache]
+    #[arg(long, value_name = "FILE")]
+    pub model: Option<PathBuf>,
+    /// Threads for whisper.cpp. [default: every core: ASR runs alone in a turn]
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+}
+
+pub fn whisper_model_path(explicit: Option<PathBuf>) -> Result<PathBuf> {
+    if let Some(p) = explicit {
+        return Ok(p);
+    }
+    let store = voxlat_models::Store::open_default(None)?;
+    Ok(store.ready_path("whisper-tiny.en", "ggml-tiny.en.bin")?)
+}
+
+pub fn run(args: TranscribeArgs) -> Result<ExitCode> {
+    let model = whisper_model_path(args.model)?;
+    let threads = args.threads.unwrap_or(ThreadBudget::detect().asr);
+    let t0 = Instant::now();
+    let mut engine = WhisperEngine::load(&model, threads)
+        .with_context(|| format!("loading {}", model.display()))?;
+    eprintln!(
+        "model {} loaded in {:.0} ms ({threads} threads)",
+        model.display(),
+        t0.elapsed().as_secs_f64() * 1e3
+    );
+    let mut failed = 0;
+    for file in &args.files {
+        let decoded = match voxlat_audio::wav::read_at(file, 16_000) {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("error: {e}");
+                failed += 1;
+                continue;
+            }
+        };
+        for w in &decoded.warnings {
+            eprintln!("warning: {w}");
+        }
+        match engine.transcribe(&decoded.audio.samples) {
+            Ok(t) => {
+                let note = t
+                    .rejected
+                    .as_ref()
+                    .map(|r| format!(" [dropped: {r}]"))
+                    .unwrap_or_default();
+                println!(
+                    "{}: {}{note}\n  audio {:.2} s, compute {:.0} ms, RTF {:.3}",
+                    file.display(),
+                    t.text,
+                    t.audio.as_secs_f64(),
+                    t.compute.as_secs_f64() * 1e3,
+                    t.real_time_factor
+                );
+            }
+            Err(e) => {
+                eprintln!("error: {}: {e}", file.display());
+                failed += 1;
+            }
+        }
+    }
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

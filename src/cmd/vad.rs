@@ -1,0 +1,111 @@
+//! `voxlat vad FILE…`: the endpointer's decisions on WAV files, in audio time.
+
+use anyhow::Result;
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use voxlat_core::Nanos;
+use voxlat_vad::{Endpointer, EndpointerConfig, VadEvent, WebRtcDetector};
+
+/// Prints speech segments and endpoint decisions (provisional ends, retractions, endpoints)
+/// for WAV files, with times in seconds of audio. Files are resampled to 16 kHz mono.
+#[derive(Args, Debug)]
+pub struct VadArgs {
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// webrtc-vad aggressiveness 0-3.
+    #[arg(long, default_value_t = 2)]
+    pub mode: u8,
+    /// Silence (ms) that ends a turn.
+    #[arg(long, default_value_t = 600)]
+    pub hangover: u32,
+    /// Silence (ms) after which a provisional end is emitted; 0 disables speculation.
+    #[arg(long, default_value_t = 200)]
+    pub provisional: u32,
+    /// Shortest voiced run (ms) that starts a turn.
+    #[arg(long, default_value_t = 60)]
+    pub min_speech: u32,
+}
+
+fn secs(t: Nanos) -> f64 {
+    t.0 as f64 / 1e9
+}
+
+pub fn run(args: VadArgs) -> Result<ExitCode> {
+    let cfg = EndpointerConfig {
+        mode: args.mode,
+        hangover_ms: args.hangover,
+        provisional_ms: args.provisional,
+        min_speech_ms: args.min_speech,
+        tail_ms: EndpointerConfig::default()
+            .tail_ms
+            .min(args.provisional.max(1)),
+        ..EndpointerConfig::default()
+    };
+    let mut failed = 0;
+    for file in &args.files {
+        let decoded = match voxlat_audio::wav::read_at(file, 16_000) {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("error: {e}");
+                failed += 1;
+                continue;
+            }
+        };
+        for w in &decoded.warnings {
+            eprintln!("warning: {w}");
+        }
+        let mut ep = Endpointer::new(cfg.clone(), WebRtcDetector::new(cfg.mode, cfg.frame_ms)?)?;
+        println!("{} ({:.2} s):", file.display(), decoded.audio.duration_s());
+        let samples = &decoded.audio.samples;
+        let mut events = Vec::new();
+        for (i, chunk) in samples.chunks(320).enumerate() {
+            let last = (i * 320 + chunk.len() - 1) as u64;
+            events.extend(ep.push(chunk, Nanos(last * 62_500))?);
+        }
+        events.extend(ep.finish(Nanos(samples.len() as u64 * 62_500)));
+        let mut turns = 0;
+        for e in events {
+            match e {
+                VadEvent::SpeechStart { at } => println!("  {:7.3}  speech start", secs(at)),
+                VadEvent::Provisional { speech_end, at, .. } => {
+                    println!(
+                        "  {:7.3}  provisional end (speech ended {:.3})",
+                        secs(at),
+                        secs(speech_end)
+                    )
+                }
+                VadEvent::Retracted { at, .. } => {
+                    println!("  {:7.3}  retracted: speech resumed", secs(at))
+                }
+                VadEvent::Endpoint {
+                    speech_start,
+                    speech_end,
+                    at,
+                    forced,
+                    ..
+                } => {
+                    turns += 1;
+                    println!(
+                        "  {:7.3}  endpoint: speech {:.3}–{:.3}, decided {:.0} ms after it ended{}",
+                        secs(at),
+                        secs(speech_start),
+                        secs(speech_end),
+                        at.signed_since(speech_end) as f64 / 1e6,
+                        if forced {
+                            " (forced: end of input or max length)"
+                        } else {
+                            ""
+                        }
+                    );
+                }
+            }
+        }
+        println!("  {turns} turn(s)");
+    }
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
