@@ -226,11 +226,18 @@ async fn proxy_from_the_environment_is_named_in_the_error() {
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_input_gets_a_clear_error_not_a_panic() {
     let dir = tempfile::tempdir().unwrap();
+    // Without any base URL bench-llm starts the embedded server (tests/serve_cli.rs); a
+    // malformed one is a configuration error that names its source.
     let mut cmd = voxlat();
-    cmd.args(["bench-llm", "--quiet"]).current_dir(dir.path());
+    cmd.args(["bench-llm", "--quiet", "--base-url", "ftp://127.0.0.1:9/v1"])
+        .current_dir(dir.path());
     let o = output(cmd).await;
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("VOXLAT_BASE_URL"), "{}", text(&o));
+    assert!(
+        text(&o).contains("--base-url") && text(&o).contains("http://"),
+        "{}",
+        text(&o)
+    );
 
     let mut cmd = voxlat();
     cmd.args([

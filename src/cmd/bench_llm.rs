@@ -10,7 +10,8 @@ use std::time::Duration;
 use voxlat_llm::bench::{
     self, runner, BenchConfig, CellSummary, PromptSource, ResultsWriter, RunEvent,
 };
-use voxlat_llm::config::Settings;
+use crate::embedded::{EmbeddedServer, SpawnOptions};
+use voxlat_llm::config::{Endpoint, Settings, BASE_URL_VARS};
 use voxlat_llm::{ClientOptions, LlmClient};
 
 /// Measures TTFT, TPOT, ITL and end-to-end latency of any OpenAI-compatible
@@ -264,10 +265,46 @@ fn prompt_source(c: &BenchConfig) -> Result<PromptSource> {
     })
 }
 
+/// The configured endpoint; when none is configured anywhere (flag, config file, environment,
+/// `.env`), the embedded server, started here with its log beside the results.
+fn resolve_endpoint(
+    settings: &Settings,
+    cfg: &BenchConfig,
+    args: &BenchLlmArgs,
+) -> Result<(Endpoint, Option<EmbeddedServer>)> {
+    let base_flag = cfg.base_url.as_deref();
+    if settings
+        .pick(base_flag.map(|v| ("--base-url", v)), BASE_URL_VARS)
+        .is_some()
+    {
+        let endpoint = settings.endpoint(base_flag, args.api_key.as_deref())?;
+        return Ok((endpoint, None));
+    }
+    let log_dir = args
+        .output
+        .as_deref()
+        .and_then(|p| p.parent())
+        .filter(|d| !d.as_os_str().is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| cfg.output_dir.clone());
+    eprintln!("no base URL (--base-url, VOXLAT_BASE_URL, OPENAI_BASE_URL or .env): starting the embedded LLM server");
+    let server = EmbeddedServer::spawn(&SpawnOptions::new(log_dir)).context(
+        "cannot start the embedded LLM server; pass --base-url (or set VOXLAT_BASE_URL) to use another server",
+    )?;
+    eprintln!(
+        "embedded server: {} (log: {})",
+        server.base_url(),
+        server.log_path().display()
+    );
+    let endpoint = settings.endpoint(Some(&server.base_url()), args.api_key.as_deref())?;
+    Ok((endpoint, Some(server)))
+}
+
 pub fn run(args: BenchLlmArgs) -> Result<ExitCode> {
     let mut cfg = args.config()?;
     let settings = Settings::from_process()?;
-    let endpoint = settings.endpoint(cfg.base_url.as_deref(), args.api_key.as_deref())?;
+    // Lives until the run ends; dropping it stops the embedded server.
+    let (endpoint, _embedded) = resolve_endpoint(&settings, &cfg, &args)?;
     cfg.base_url = Some(endpoint.base_url.value.clone());
     let prompt = prompt_source(&cfg)?;
     let opts = ClientOptions {

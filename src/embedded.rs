@@ -1,0 +1,265 @@
+//! Runs the embedded LLM server (`voxlat-server`, next to this executable) as a child process
+//! for commands that need an LLM and were given no URL: bench-llm now, the pipeline later.
+//!
+//! The child never outlives us: [`EmbeddedServer`] kills it on drop (normal exit, `?`, panic
+//! unwinding), and on Linux the kernel kills it if this process dies without unwinding
+//! (SIGKILL, abort) through `PR_SET_PDEATHSIG`. It runs in its own process group, so a
+//! terminal's Ctrl-C reaches only us: we finish our results first, then stop it.
+
+use anyhow::{bail, Context, Result};
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const SERVER_BIN: &str = "voxlat-server";
+
+/// The `voxlat-server` binary installed or built beside the running `voxlat`.
+pub fn server_binary() -> Result<PathBuf> {
+    let exe = std::env::current_exe().context("cannot locate the running executable")?;
+    let dir = exe.parent().context("the running executable has no directory")?;
+    let path = dir.join(format!("{SERVER_BIN}{}", std::env::consts::EXE_SUFFIX));
+    if !path.is_file() {
+        bail!(
+            "{} not found: the embedded LLM server is a separate binary (llama.cpp cannot share \
+             a process with whisper.cpp). Build it with `cargo build -p voxlat-server` (same \
+             profile as voxlat), or install it next to voxlat",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+#[derive(Debug, Clone)]
+pub struct SpawnOptions {
+    /// `--model` for the server (a GGUF path or manifest name); None: the manifest default.
+    pub model: Option<String>,
+    pub threads: Option<u32>,
+    /// Further server flags, e.g. `--ctx 8192`.
+    pub extra_args: Vec<String>,
+    /// Directory for the server's log file (created if missing).
+    pub log_dir: PathBuf,
+    /// How long the model may take to load before we give up.
+    pub ready_timeout: Duration,
+}
+
+impl SpawnOptions {
+    pub fn new(log_dir: impl Into<PathBuf>) -> SpawnOptions {
+        SpawnOptions {
+            model: None,
+            threads: None,
+            extra_args: Vec::new(),
+            log_dir: log_dir.into(),
+            ready_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// A running child `voxlat-server`, stopped when dropped.
+pub struct EmbeddedServer {
+    child: Child,
+    addr: SocketAddr,
+    log: PathBuf,
+}
+
+impl EmbeddedServer {
+    /// Starts the server on a free loopback port and waits until `/health` answers.
+    /// Blocking; call it from a thread that lives as long as the server should (on Linux the
+    /// parent-death signal fires when the *thread* that spawned the child exits).
+    pub fn spawn(opts: &SpawnOptions) -> Result<EmbeddedServer> {
+        let bin = server_binary()?;
+        std::fs::create_dir_all(&opts.log_dir)
+            .with_context(|| format!("cannot create {}", opts.log_dir.display()))?;
+        let log = opts.log_dir.join(format!(
+            "voxlat-server-{}-{}.log",
+            voxlat_core::clock::wall_label_compact(),
+            std::process::id()
+        ));
+        // The free port is found by binding and releasing it; another process could take it
+        // in between, so a bind failure is retried on a new port.
+        let mut last_err = None;
+        for _ in 0..3 {
+            let port = free_port()?;
+            match Self::start_once(&bin, opts, port, &log) {
+                Ok(s) => return Ok(s),
+                Err(StartError::PortTaken) => last_err = Some(format!("port {port} was taken")),
+                Err(StartError::Other(e)) => return Err(e),
+            }
+        }
+        bail!(
+            "could not start {SERVER_BIN}: {}",
+            last_err.unwrap_or_default()
+        )
+    }
+
+    fn start_once(
+        bin: &Path,
+        opts: &SpawnOptions,
+        port: u16,
+        log: &Path,
+    ) -> Result<EmbeddedServer, StartError> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .with_context(|| format!("cannot write the server log {}", log.display()))?;
+        let file2 = file
+            .try_clone()
+            .with_context(|| format!("cannot write the server log {}", log.display()))?;
+        let mut cmd = Command::new(bin);
+        cmd.args(["--host", "127.0.0.1", "--port", &port.to_string()]);
+        if let Some(m) = &opts.model {
+            cmd.args(["--model", m]);
+        }
+        if let Some(t) = opts.threads {
+            cmd.args(["--threads", &t.to_string()]);
+        }
+        cmd.args(&opts.extra_args)
+            .stdin(Stdio::null())
+            .stdout(file)
+            .stderr(file2);
+        guard_child(&mut cmd);
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("cannot start {}", bin.display()))?;
+        let mut server = EmbeddedServer {
+            child,
+            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+            log: log.to_path_buf(),
+        };
+        server.wait_ready(opts.ready_timeout)?;
+        Ok(server)
+    }
+
+    fn wait_ready(&mut self, timeout: Duration) -> Result<(), StartError> {
+        let t0 = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().context("cannot poll the server")? {
+                let tail = log_tail(&self.log, 15);
+                if tail.contains("in use") {
+                    return Err(StartError::PortTaken);
+                }
+                return Err(StartError::Other(anyhow::anyhow!(
+                    "{SERVER_BIN} exited ({status}) before it was ready. Its log ({}) ends:\n{tail}",
+                    self.log.display()
+                )));
+            }
+            if health_ok(self.addr) {
+                return Ok(());
+            }
+            if t0.elapsed() > timeout {
+                return Err(StartError::Other(anyhow::anyhow!(
+                    "{SERVER_BIN} did not answer /health within {:?} (model still loading, or a \
+                     very slow machine); see its log {}",
+                    timeout,
+                    self.log.display()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The OpenAI base URL, with `/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    pub fn log_path(&self) -> &Path {
+        &self.log
+    }
+
+    /// Stops the server: SIGTERM, a moment to finish, then SIGKILL.
+    pub fn stop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        #[cfg(unix)]
+        {
+            // SAFETY: kill(2) on our own child's pid; no memory is involved.
+            unsafe {
+                libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+            }
+            let t0 = Instant::now();
+            while t0.elapsed() < Duration::from_secs(3) {
+                if matches!(self.child.try_wait(), Ok(Some(_))) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for EmbeddedServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+enum StartError {
+    PortTaken,
+    Other(anyhow::Error),
+}
+
+impl From<anyhow::Error> for StartError {
+    fn from(e: anyhow::Error) -> Self {
+        StartError::Other(e)
+    }
+}
+
+fn free_port() -> Result<u16> {
+    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).context("cannot find a free port")?;
+    Ok(l.local_addr()?.port())
+}
+
+/// A plain HTTP/1.1 GET /health: no client library needed for one request on loopback.
+fn health_ok(addr: SocketAddr) -> bool {
+    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+    if s
+        .write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut buf = [0u8; 12];
+    s.read_exact(&mut buf).is_ok() && buf.starts_with(b"HTTP/1.1 200")
+}
+
+fn log_tail(path: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// Own process group (Ctrl-C is ours to handle), and on Linux death with its parent.
+fn guard_child(cmd: &mut Command) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+        #[cfg(target_os = "linux")]
+        {
+            let parent = std::process::id() as libc::pid_t;
+            // SAFETY: runs in the forked child before exec; prctl, getppid and _exit are
+            // async-signal-safe and nothing is allocated.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    // The parent may have died before prctl took effect.
+                    if libc::getppid() != parent {
+                        libc::_exit(1);
+                    }
+                    Ok(())
+                });
+            }
+        }
+    }
+}
