@@ -34,6 +34,8 @@ pub enum TtsError {
     NothingToSay { text: String, reason: SkipReason },
     #[error("Piper inference failed on {text:?}: {detail}")]
     Inference { text: String, detail: String },
+    #[error("{detail}")]
+    Worker { detail: String },
 }
 
 /// Why a chunk produced no audio. A chunk is skipped rather than spoken when speaking it would

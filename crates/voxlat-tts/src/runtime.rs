@@ -1,0 +1,93 @@
+//! ONNX Runtime, loaded once per process from a shared library (`ort`'s `load-dynamic`).
+//!
+//! Debian has no ONNX Runtime and ort's build script would download one, so the library is a
+//! file: the path given explicitly, else `ORT_DYLIB_PATH`, else the models cache. Version 1.32
+//! is the one to use: 1.24–1.31 spend 1.2–1.8 s of CPU creating a Piper session.
+
+use crate::error::TtsError;
+use ort::environment::Environment;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Environment variable naming the ONNX Runtime library (the same one `ort` itself reads).
+pub const DYLIB_ENV: &str = "ORT_DYLIB_PATH";
+
+struct Loaded {
+    path: PathBuf,
+    env: Environment,
+}
+
+static RUNTIME: Mutex<Option<Loaded>> = Mutex::new(None);
+
+/// The process's ONNX Runtime environment, loading the library on first use.
+///
+/// Returns the environment, the library's path, and how long this call spent loading it
+/// (zero when it was already loaded). A second, different explicit path is an error: a
+/// process can hold only one ONNX Runtime.
+pub fn environment(explicit: Option<&Path>) -> Result<(Environment, PathBuf, Duration), TtsError> {
+    let mut guard = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(loaded) = guard.as_ref() {
+        if let Some(requested) = explicit {
+            if !same_file(requested, &loaded.path) {
+                return Err(TtsError::RuntimeConflict {
+                    loaded: loaded.path.clone(),
+                    requested: requested.to_path_buf(),
+                });
+            }
+        }
+        return Ok((loaded.env.clone(), loaded.path.clone(), Duration::ZERO));
+    }
+    let path = resolve(explicit)?;
+    if !path.is_file() {
+        return Err(TtsError::RuntimeMissing { path });
+    }
+    let start = Instant::now();
+    let load_err = |detail: String| TtsError::RuntimeLoad {
+        path: path.clone(),
+        detail,
+    };
+    let env = ort::init_from(&path)
+        .map_err(|e| load_err(e.to_string()))?
+        .with_name("voxlat")
+        .build()
+        .map_err(|e| load_err(e.to_string()))?;
+    let took = start.elapsed();
+    *guard = Some(Loaded {
+        path: path.clone(),
+        env: env.clone(),
+    });
+    Ok((env, path, took))
+}
+
+/// Where the library would be loaded from: `explicit`, else `ORT_DYLIB_PATH`, else the models
+/// cache (feature `cache`).
+pub fn resolve(explicit: Option<&Path>) -> Result<PathBuf, TtsError> {
+    if let Some(p) = explicit {
+        return Ok(p.to_path_buf());
+    }
+    if let Some(p) = std::env::var_os(DYLIB_ENV).filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(p));
+    }
+    from_cache()
+}
+
+#[cfg(feature = "cache")]
+fn from_cache() -> Result<PathBuf, TtsError> {
+    crate::locate::runtime()
+}
+
+#[cfg(not(feature = "cache"))]
+fn from_cache() -> Result<PathBuf, TtsError> {
+    Err(TtsError::Cache {
+        what: "ONNX Runtime",
+        detail: format!("no path given; set {DYLIB_ENV} to a libonnxruntime.so (1.24 or newer)"),
+    })
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
