@@ -26,6 +26,8 @@ enum Command {
     Transcribe(cmd::transcribe::TranscribeArgs),
     /// Print the endpointer's speech segments and decisions for WAV files.
     Vad(cmd::vad::VadArgs),
+    /// Speak text into a WAV file with Piper and print the time to first audio and RTF.
+    Speak(cmd::speak::SpeakArgs),
     /// Fetch, list and verify the models and native libraries (Whisper, Piper, ONNX Runtime, Gemma, Silero VAD).
     Models(cmd::models::ModelsArgs),
     /// Run the embedded OpenAI-compatible LLM server (llama.cpp) with server-side timings; `voxlat serve --help` for its flags.
@@ -40,6 +42,7 @@ fn main() -> ExitCode {
         Command::BenchLlm(args) => cmd::bench_llm::run(*args),
         Command::Transcribe(args) => cmd::transcribe::run(args),
         Command::Vad(args) => cmd::vad::run(args),
+        Command::Speak(args) => cmd::speak::run(args),
         Command::Models(args) => cmd::models::run(args),
         Command::Serve(args) => cmd::serve::run(args),
     };

@@ -1,6 +1,7 @@
 pub mod bench_llm;
 pub mod models;
 pub mod serve;
+pub mod speak;
 pub mod table;
 pub mod transcribe;
 pub mod vad;
