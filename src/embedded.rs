@@ -18,7 +18,9 @@ pub const SERVER_BIN: &str = "voxlat-server";
 /// The `voxlat-server` binary installed or built beside the running `voxlat`.
 pub fn server_binary() -> Result<PathBuf> {
     let exe = std::env::current_exe().context("cannot locate the running executable")?;
-    let dir = exe.parent().context("the running executable has no directory")?;
+    let dir = exe
+        .parent()
+        .context("the running executable has no directory")?;
     let path = dir.join(format!("{SERVER_BIN}{}", std::env::consts::EXE_SUFFIX));
     if !path.is_file() {
         bail!(
@@ -221,8 +223,7 @@ fn health_ok(addr: SocketAddr) -> bool {
         return false;
     };
     let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
-    if s
-        .write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+    if s.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         .is_err()
     {
         return false;

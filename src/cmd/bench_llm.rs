@@ -1,6 +1,7 @@
 //! `voxlat bench-llm`: flags and config file → a run → tables on stdout and a results file.
 
 use super::table::Table;
+use crate::embedded::{EmbeddedServer, SpawnOptions};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -10,7 +11,6 @@ use std::time::Duration;
 use voxlat_llm::bench::{
     self, runner, BenchConfig, CellSummary, PromptSource, ResultsWriter, RunEvent,
 };
-use crate::embedded::{EmbeddedServer, SpawnOptions};
 use voxlat_llm::config::{Endpoint, Settings, BASE_URL_VARS};
 use voxlat_llm::{ClientOptions, LlmClient};
 
@@ -434,7 +434,7 @@ fn progress_bar(total: Option<u64>, quiet: bool) -> ProgressBar {
     }
 }
 
-async fn shutdown_signal() {
+pub async fn shutdown_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};

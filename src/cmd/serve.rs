@@ -14,7 +14,11 @@ use std::process::ExitCode;
 #[command(disable_help_flag = true)]
 pub struct ServeArgs {
     /// Arguments for voxlat-server, e.g. --port 8080 --model gemma-3-270m --threads 2.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "ARGS"
+    )]
     pub args: Vec<OsString>,
 }
 
@@ -34,6 +38,8 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
         let status = cmd
             .status()
             .with_context(|| format!("cannot run {}", bin.display()))?;
-        Ok(ExitCode::from(status.code().unwrap_or(1).clamp(0, 255) as u8))
+        Ok(ExitCode::from(
+            status.code().unwrap_or(1).clamp(0, 255) as u8
+        ))
     }
 }
