@@ -3,6 +3,7 @@
 
 mod cmd;
 mod embedded;
+mod report_html;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -22,6 +23,12 @@ struct Cli {
 enum Command {
     /// Benchmark an OpenAI-compatible streaming endpoint: TTFT, TPOT, ITL and E2E per cell.
     BenchLlm(Box<cmd::bench_llm::BenchLlmArgs>),
+    /// Replay scenario utterances through the full pipeline and report the latency breakdown.
+    Replay(Box<cmd::replay::ReplayArgs>),
+    /// Print the speech bounds of WAV files, for scenario files.
+    Annotate(cmd::annotate::AnnotateArgs),
+    /// Re-render the HTML report (and print the tables) of a replay results file.
+    Report(cmd::report::ReportArgs),
     /// Transcribe WAV files with Whisper and print each transcript with its timing.
     Transcribe(cmd::transcribe::TranscribeArgs),
     /// Print the endpointer's speech segments and decisions for WAV files.
@@ -40,6 +47,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::BenchLlm(args) => cmd::bench_llm::run(*args),
+        Command::Replay(args) => cmd::replay::run(*args),
+        Command::Report(args) => cmd::report::run(args),
+        Command::Annotate(args) => cmd::annotate::run(args),
         Command::Transcribe(args) => cmd::transcribe::run(args),
         Command::Vad(args) => cmd::vad::run(args),
         Command::Speak(args) => cmd::speak::run(args),

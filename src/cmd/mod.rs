@@ -1,5 +1,8 @@
+pub mod annotate;
 pub mod bench_llm;
 pub mod models;
+pub mod replay;
+pub mod report;
 pub mod serve;
 pub mod speak;
 pub mod table;

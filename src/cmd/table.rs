@@ -15,6 +15,10 @@ impl Table {
         }
     }
 
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
     /// A row of `label`, then n, mean, P50, P95, P99 and max of `s` (or dashes).
     pub fn summary_row(&mut self, label: &str, s: Option<&Summary>) {
         let mut cells = vec![label.to_string()];

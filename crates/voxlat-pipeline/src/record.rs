@@ -1,0 +1,226 @@
+//! What one replayed turn produced, and the aggregates over many. Every figure here is
+//! derived from stamped events by voxlat-core; nothing is timed directly.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use voxlat_core::segments::{Breakdown, VOICE_TO_VOICE};
+use voxlat_core::stats::Summary;
+use voxlat_core::{EventKind, Nanos, TimelineSnapshot};
+use voxlat_llm::StreamOutcome;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnOutcome {
+    /// The reply was spoken.
+    Ok,
+    /// ASR heard nothing to answer (silence, or a filtered hallucination).
+    NoSpeech,
+    Error,
+}
+
+/// A span during which a stage worked on the turn (for the overhead figure).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BusySpan {
+    pub stage: String,
+    pub from: Nanos,
+    pub to: Nanos,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChunkRecord {
+    pub chars: usize,
+    pub submitted: Nanos,
+    pub started: Nanos,
+    pub first_audio: Option<Nanos>,
+    pub audio_s: f64,
+    pub skipped: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TurnRecord {
+    pub scenario: String,
+    pub turn: String,
+    pub repeat: u32,
+    pub warmup: bool,
+    pub request_id: String,
+    pub outcome: TurnOutcome,
+    pub error: Option<String>,
+    /// Event times on the process clock.
+    pub events: BTreeMap<EventKind, Nanos>,
+    pub breakdown: Option<Breakdown>,
+    /// Time within [speech_end, playout_start] when no stage was working on the turn.
+    pub overhead_ms: Option<f64>,
+    pub reference: String,
+    pub transcript: String,
+    pub wer: Option<f64>,
+    pub asr_rejected: Option<String>,
+    pub asr_compute_ms: Option<f64>,
+    pub asr_rtf: Option<f64>,
+    /// The transcript came from speculative ASR on a provisional endpoint.
+    pub speculative_asr: bool,
+    pub retractions: u32,
+    /// Whether `speech_end` is the scenario's annotation (else the energy estimate).
+    pub speech_end_annotated: bool,
+    /// The VAD's own speech-end estimate minus the ground truth.
+    pub vad_speech_end_error_ms: Option<f64>,
+    pub reply_text: String,
+    pub reply_audio_s: f64,
+    pub missing_keywords: Vec<String>,
+    pub chunks: Vec<ChunkRecord>,
+    /// Gaps in playout between chunks (the stutter a listener hears).
+    pub underruns: u32,
+    pub underrun_ms: f64,
+    pub llm: Option<StreamOutcome>,
+    pub busy: Vec<BusySpan>,
+}
+
+impl TurnRecord {
+    pub fn snapshot(&self) -> TimelineSnapshot {
+        TimelineSnapshot {
+            request_id: voxlat_core::RequestId::from_string(self.request_id.clone()),
+            events: self.events.clone(),
+        }
+    }
+
+    /// The telescoping breakdown, when every boundary event is present.
+    pub fn compute_breakdown(&mut self) {
+        self.breakdown = VOICE_TO_VOICE.compute(&self.snapshot()).ok();
+        self.overhead_ms = self.breakdown.as_ref().and_then(|_| {
+            let from = *self.events.get(&EventKind::SpeechEnd)?;
+            let to = *self.events.get(&EventKind::PlayoutStart)?;
+            Some(uncovered_ns(from, to, &self.busy) as f64 / 1e6)
+        });
+    }
+}
+
+/// Nanoseconds of [from, to] covered by none of `spans`.
+pub fn uncovered_ns(from: Nanos, to: Nanos, spans: &[BusySpan]) -> u64 {
+    if to <= from {
+        return 0;
+    }
+    let mut v: Vec<(u64, u64)> = spans
+        .iter()
+        .map(|s| (s.from.0.max(from.0), s.to.0.min(to.0)))
+        .filter(|(a, b)| b > a)
+        .collect();
+    v.sort_unstable();
+    let mut covered = 0;
+    let mut cur: Option<(u64, u64)> = None;
+    for (a, b) in v {
+        match cur {
+            Some((ca, cb)) if a <= cb => cur = Some((ca, cb.max(b))),
+            Some((ca, cb)) => {
+                covered += cb - ca;
+                cur = Some((a, b));
+            }
+            None => cur = Some((a, b)),
+        }
+    }
+    if let Some((a, b)) = cur {
+        covered += b - a;
+    }
+    (to.0 - from.0) - covered
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Aggregate {
+    pub turns: usize,
+    pub ok: usize,
+    pub no_speech: usize,
+    pub errors: usize,
+    /// Per segment, in chain order, in ms.
+    pub segments: Vec<(String, Summary)>,
+    pub total: Option<Summary>,
+    pub overhead: Option<Summary>,
+    pub dominant_p50: Option<String>,
+    pub dominant_p95: Option<String>,
+    pub wer_mean: Option<f64>,
+    pub underruns: u32,
+    /// Every breakdown's segments summed exactly to its total (integer ns).
+    pub sums_exact: bool,
+}
+
+impl Aggregate {
+    pub fn from_turns(turns: &[TurnRecord]) -> Aggregate {
+        let measured: Vec<&TurnRecord> = turns.iter().filter(|t| !t.warmup).collect();
+        let broken: Vec<&Breakdown> = measured
+            .iter()
+            .filter_map(|t| t.breakdown.as_ref())
+            .collect();
+        let errors = measured
+            .iter()
+            .filter(|t| t.outcome == TurnOutcome::Error)
+            .count();
+        let segments: Vec<(String, Summary)> = VOICE_TO_VOICE
+            .steps
+            .iter()
+            .filter_map(|step| {
+                let v: Vec<f64> = broken
+                    .iter()
+                    .filter_map(|b| b.segment_ns(step.name))
+                    .map(|ns| ns as f64 / 1e6)
+                    .collect();
+                Summary::from_samples(&v, errors).map(|s| (step.name.to_string(), s))
+            })
+            .collect();
+        let totals: Vec<f64> = broken.iter().map(|b| b.total_ns as f64 / 1e6).collect();
+        let overheads: Vec<f64> = measured.iter().filter_map(|t| t.overhead_ms).collect();
+        let dominant = |f: fn(&Summary) -> f64| {
+            segments
+                .iter()
+                .max_by(|a, b| f(&a.1).total_cmp(&f(&b.1)))
+                .map(|(n, _)| n.clone())
+        };
+        let wers: Vec<f64> = measured.iter().filter_map(|t| t.wer).collect();
+        Aggregate {
+            turns: measured.len(),
+            ok: measured
+                .iter()
+                .filter(|t| t.outcome == TurnOutcome::Ok)
+                .count(),
+            no_speech: measured
+                .iter()
+                .filter(|t| t.outcome == TurnOutcome::NoSpeech)
+                .count(),
+            errors,
+            total: Summary::from_samples(&totals, errors),
+            overhead: Summary::from_samples(&overheads, 0),
+            dominant_p50: dominant(|s| s.p50),
+            dominant_p95: dominant(|s| s.p95),
+            segments,
+            wer_mean: (!wers.is_empty()).then(|| wers.iter().sum::<f64>() / wers.len() as f64),
+            underruns: measured.iter().map(|t| t.underruns).sum(),
+            sums_exact: broken
+                .iter()
+                .all(|b| b.segments.iter().map(|s| s.ns).sum::<i64>() == b.total_ns),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(a: u64, b: u64) -> BusySpan {
+        BusySpan {
+            stage: "x".into(),
+            from: Nanos(a),
+            to: Nanos(b),
+        }
+    }
+
+    #[test]
+    fn uncovered_time_merges_overlaps_and_clips_to_the_window() {
+        assert_eq!(uncovered_ns(Nanos(0), Nanos(100), &[]), 100);
+        assert_eq!(
+            uncovered_ns(
+                Nanos(0),
+                Nanos(100),
+                &[span(10, 30), span(20, 40), span(90, 200)]
+            ),
+            100 - 30 - 10
+        );
+        assert_eq!(uncovered_ns(Nanos(50), Nanos(60), &[span(0, 100)]), 0);
+        assert_eq!(uncovered_ns(Nanos(60), Nanos(50), &[]), 0);
+    }
+}

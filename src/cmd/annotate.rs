@@ -1,0 +1,36 @@
+//! `voxlat annotate WAV…`: the energy-based speech bounds to write into scenario files.
+
+use anyhow::Result;
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Prints where speech starts and ends in each WAV (first and last 10 ms frame within 40 dB
+/// of the loudest), as `speech_end_ms` lines for scenario files. Meaningful on clean
+/// recordings only; check noisy ones by ear.
+#[derive(Args, Debug)]
+pub struct AnnotateArgs {
+    #[arg(required = true, value_name = "WAV")]
+    pub files: Vec<PathBuf>,
+}
+
+pub fn run(args: AnnotateArgs) -> Result<ExitCode> {
+    let mut failed = false;
+    for f in &args.files {
+        match voxlat_pipeline::scenario::annotate(f) {
+            Ok((start, end)) => println!(
+                "# {}: speech {start:.0}–{end:.0} ms\nspeech_end_ms = {end:.0}",
+                f.display()
+            ),
+            Err(e) => {
+                eprintln!("error: {e}");
+                failed = true;
+            }
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,427 @@
+//! `voxlat replay`: recorded utterances through the real pipeline, with the per-segment
+//! breakdown of user-stopped-speaking → first audio.
+
+use super::table::{fmt_num, Table};
+use crate::embedded::{EmbeddedServer, SpawnOptions};
+use anyhow::{Context, Result};
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+use voxlat_core::threads::ThreadBudget;
+use voxlat_llm::config::Settings;
+use voxlat_llm::{ClientOptions, LlmClient, Message};
+use voxlat_pipeline::record::TurnOutcome;
+use voxlat_pipeline::results::{ReplayResults, ResultsWriter};
+use voxlat_pipeline::workers::{AsrWorker, TtsWorker};
+use voxlat_pipeline::{LoadedTurn, Pipeline, PipelineConfig, Scenario};
+use voxlat_vad::EndpointerConfig;
+
+/// Replays scenario utterances through VAD → Whisper → LLM → chunker → Piper → sink and
+/// reports, per turn and in aggregate (n, mean, P50, P95, P99, max), every segment of
+/// "user stopped speaking → first audio", the dominant stage and the pipeline overhead.
+/// Audio is paced in real time unless --fast. Without --llm-url the embedded server runs
+/// the bundled model. Results (JSON, CSV, HTML) are rewritten after every turn.
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// Scenario TOML files or directories of them. [default: scenarios/]
+    #[arg(value_name = "SCENARIO")]
+    pub scenarios: Vec<PathBuf>,
+    /// Times each utterance is replayed (measured).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Turns replayed first and excluded from statistics (model and cache warm-up).
+    #[arg(long, default_value_t = 1)]
+    pub warmup: u32,
+    /// Any OpenAI-compatible server instead of the embedded one (VOXLAT_BASE_URL works too).
+    #[arg(long, value_name = "URL")]
+    pub llm_url: Option<String>,
+    /// Model name sent to the LLM server. [default: VOXLAT_MODEL, else the first model the server lists]
+    #[arg(long)]
+    pub model: Option<String>,
+    #[arg(long, default_value_t = 48)]
+    pub max_tokens: u32,
+    /// Feed audio as fast as possible (endpointing is then in audio time; the report says so).
+    #[arg(long)]
+    pub fast: bool,
+    /// Silence (ms) that ends a turn.
+    #[arg(long, default_value_t = 600)]
+    pub hangover: u32,
+    /// Silence (ms) after which ASR starts speculatively; 0 disables speculation.
+    #[arg(long, default_value_t = 200)]
+    pub provisional: u32,
+    /// Only run the endpointer over the scenarios for each hangover (ms) and report
+    /// endpointing delay against cut-off rate, e.g. 200,300,500,800.
+    #[arg(long, value_delimiter = ',', value_name = "MS,…")]
+    pub sweep_hangover: Vec<u32>,
+    /// Directory for results (JSON, CSV, HTML) and the embedded server's log.
+    #[arg(long, default_value = "results")]
+    pub output_dir: PathBuf,
+    /// Write each reply as a WAV into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub save_replies: Option<PathBuf>,
+}
+
+fn scenario_files(args: &[PathBuf]) -> Vec<PathBuf> {
+    let roots = if args.is_empty() {
+        vec![PathBuf::from("scenarios")]
+    } else {
+        args.to_vec()
+    };
+    let mut out = Vec::new();
+    for r in roots {
+        if r.is_dir() {
+            let mut v: Vec<PathBuf> = std::fs::read_dir(&r)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+                .collect();
+            v.sort();
+            out.extend(v);
+        } else {
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// Loads every scenario and turn it can, reporting (not failing on) the ones it cannot.
+fn load_all(files: &[PathBuf], skipped: &mut Vec<String>) -> Vec<(Scenario, Vec<LoadedTurn>)> {
+    let mut out = Vec::new();
+    for f in files {
+        match Scenario::load(f) {
+            Ok(s) => {
+                let mut turns = Vec::new();
+                for spec in &s.turns {
+                    match LoadedTurn::load(&s, spec) {
+                        Ok(t) => {
+                            for w in &t.warnings {
+                                eprintln!("warning: {w}");
+                            }
+                            turns.push(t);
+                        }
+                        Err(e) => {
+                            eprintln!("error: {e} (skipped; the other turns still run)");
+                            skipped.push(e.to_string());
+                        }
+                    }
+                }
+                out.push((s, turns));
+            }
+            Err(e) => {
+                eprintln!("error: {e} (skipped; the other scenarios still run)");
+                skipped.push(e.to_string());
+            }
+        }
+    }
+    out
+}
+
+pub fn run(args: ReplayArgs) -> Result<ExitCode> {
+    let files = scenario_files(&args.scenarios);
+    let mut skipped = Vec::new();
+    let scenarios = load_all(&files, &mut skipped);
+    let all_turns: Vec<LoadedTurn> = scenarios.iter().flat_map(|(_, t)| t.clone()).collect();
+    anyhow::ensure!(
+        !all_turns.is_empty(),
+        "no utterance could be loaded from {files:?}"
+    );
+    let endpointer = EndpointerConfig {
+        hangover_ms: args.hangover,
+        provisional_ms: args.provisional,
+        tail_ms: EndpointerConfig::default()
+            .tail_ms
+            .min(args.provisional.max(1)),
+        ..EndpointerConfig::default()
+    };
+    endpointer.validate()?;
+    if !args.sweep_hangover.is_empty() {
+        return sweep(&args, &all_turns, &endpointer);
+    }
+
+    let budget = ThreadBudget::detect();
+    let store = voxlat_models::Store::open_default(None)?;
+    let whisper = store.ready_path("whisper-tiny.en", "ggml-tiny.en.bin")?;
+    let voice = store.ready_path("piper-en_US-joe-medium", "en_US-joe-medium.onnx")?;
+    let runtime = store.ready_path("onnxruntime", "libonnxruntime.so.1.32.0")?;
+    let cfg = PipelineConfig {
+        endpointer,
+        speculative_asr: args.provisional > 0,
+        fast: args.fast,
+        model: String::new(),
+        max_tokens: args.max_tokens,
+        save_replies: args.save_replies.clone(),
+        ..PipelineConfig::default()
+    };
+    if let Some(d) = &args.save_replies {
+        std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
+    }
+
+    // The LLM: a given server, else the embedded one with the LLM's share of the cores.
+    let settings = Settings::from_process()?;
+    let configured = settings.pick(
+        args.llm_url.as_deref().map(|u| ("--llm-url", u)),
+        voxlat_llm::config::BASE_URL_VARS,
+    );
+    let (endpoint, _server) = match configured {
+        Some(url) => (settings.endpoint(Some(&url.value), None)?, None),
+        None => {
+            eprintln!("starting the embedded LLM server ({} thread)…", budget.llm);
+            let mut opts = SpawnOptions::new(&args.output_dir);
+            opts.threads = Some(budget.llm as u32);
+            let server = EmbeddedServer::spawn(&opts).context(
+                "cannot start the embedded LLM server; pass --llm-url to use another server",
+            )?;
+            (
+                settings.endpoint(Some(&server.base_url()), None)?,
+                Some(server),
+            )
+        }
+    };
+    let stages = serde_json::json!({
+        "asr": whisper.display().to_string(),
+        "tts": voice.display().to_string(),
+        "onnxruntime": runtime.display().to_string(),
+        "llm": endpoint.base_url.value,
+    });
+    let mut results = ReplayResults::new(cfg.clone(), budget, stages);
+    results.scenarios = scenarios
+        .iter()
+        .map(|(s, _)| s.path.display().to_string())
+        .collect();
+    results.skipped = skipped;
+    let mut writer = ResultsWriter::new(&args.output_dir, results)?;
+
+    eprintln!(
+        "loading Whisper ({} threads) and Piper ({} thread)…",
+        budget.asr, budget.tts
+    );
+    let asr = AsrWorker::start(&whisper, budget.asr).map_err(anyhow::Error::msg)?;
+    let tts_opts = voxlat_tts::piper::VoiceOptions {
+        intra_threads: budget.tts,
+        runtime: Some(runtime),
+        ..Default::default()
+    };
+    let tts = TtsWorker::start(&voice, tts_opts).map_err(anyhow::Error::msg)?;
+    let client = LlmClient::new(
+        endpoint,
+        ClientOptions {
+            idle_timeout: Duration::from_secs(60),
+            ..ClientOptions::default()
+        },
+    )?;
+    let pipeline = Pipeline::new(cfg, asr, tts, client);
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let interrupted = rt.block_on(async {
+        let mut signal = std::pin::pin!(super::bench_llm::shutdown_signal());
+        let plan = plan(&scenarios, args.warmup, args.repeat);
+        let total = plan.len();
+        // Conversation scenarios carry history across their turns within one pass.
+        let mut histories: std::collections::HashMap<(usize, u32, bool), Vec<Message>> =
+            Default::default();
+        for (i, (si, ti, repeat, warmup)) in plan.into_iter().enumerate() {
+            let (scenario, turns) = &scenarios[si];
+            let turn = &turns[ti];
+            let mut scratch = Vec::<Message>::new();
+            let history = if scenario.conversation {
+                histories.entry((si, repeat, warmup)).or_default()
+            } else {
+                &mut scratch
+            };
+            let fut = pipeline.run_turn(
+                turn,
+                history,
+                repeat,
+                warmup,
+                scenario.system_prompt.as_deref(),
+            );
+            let rec = tokio::select! {
+                r = fut => r,
+                _ = &mut signal => return Ok::<bool, anyhow::Error>(true),
+            };
+            eprintln!(
+                "[{}/{total}] {}{} #{}: {}",
+                i + 1,
+                if warmup { "(warm-up) " } else { "" },
+                rec.turn,
+                rec.repeat,
+                match (&rec.breakdown, &rec.error) {
+                    (_, Some(e)) => format!("error: {e}"),
+                    (Some(b), None) => format!(
+                        "{:?} → {:?}, {:.0} ms",
+                        rec.transcript,
+                        rec.reply_text.chars().take(60).collect::<String>(),
+                        b.total_ns as f64 / 1e6
+                    ),
+                    (None, None) => format!("{:?}: {:?}", rec.outcome, rec.asr_rejected),
+                }
+            );
+            writer.push(rec)?;
+        }
+        Ok(false)
+    })?;
+    writer.finish(interrupted)?;
+    let html = writer.json.with_extension("html");
+    voxlat_core::fsio::write_atomic(
+        &html,
+        crate::report_html::render(&writer.results).as_bytes(),
+    )?;
+    print_report(&writer.results);
+    println!(
+        "Results: {} (CSV {}, report {})",
+        writer.json.display(),
+        writer.csv.display(),
+        html.display()
+    );
+    let failed = writer.results.aggregate.errors;
+    Ok(if interrupted {
+        ExitCode::from(130)
+    } else if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// (scenario index, turn index, repeat, warm-up) in play order. Conversation scenarios keep
+/// their turns in order; warm-up takes the first turns of the plan.
+fn plan(
+    scenarios: &[(Scenario, Vec<LoadedTurn>)],
+    warmup: u32,
+    repeat: u32,
+) -> Vec<(usize, usize, u32, bool)> {
+    let mut out = Vec::new();
+    let all: Vec<(usize, usize)> = scenarios
+        .iter()
+        .enumerate()
+        .flat_map(|(si, (_, t))| (0..t.len()).map(move |ti| (si, ti)))
+        .collect();
+    for (k, &(si, ti)) in all.iter().cycle().take(warmup as usize).enumerate() {
+        out.push((si, ti, k as u32, true));
+    }
+    for r in 0..repeat {
+        for &(si, ti) in &all {
+            out.push((si, ti, r, false));
+        }
+    }
+    out
+}
+
+pub fn print_report(r: &ReplayResults) {
+    let mut t = Table::new(&[
+        "turn",
+        "transcript",
+        "WER",
+        "endpt",
+        "asr",
+        "ttft",
+        "think",
+        "1st chunk",
+        "tts",
+        "playout",
+        "total",
+    ]);
+    for rec in r.turns.iter().filter(|t| !t.warmup) {
+        let mut row = vec![
+            format!("{} #{}", rec.turn, rec.repeat),
+            rec.transcript.chars().take(38).collect(),
+            rec.wer
+                .map(|w| format!("{:.0}%", w * 100.0))
+                .unwrap_or_default(),
+        ];
+        match &rec.breakdown {
+            Some(b) => {
+                row.extend(b.segments.iter().map(|s| fmt_num(s.ns as f64 / 1e6)));
+                row.push(fmt_num(b.total_ns as f64 / 1e6));
+            }
+            None => {
+                row.extend(std::iter::repeat_n("-".to_string(), 7));
+                row.push(format!("{:?}", rec.outcome).to_lowercase());
+            }
+        }
+        t.row(row);
+    }
+    print!("\nPer turn (ms):\n{}", t.render());
+    let a = &r.aggregate;
+    let mut t = Table::new(&["ms", "n", "mean", "p50", "p95", "p99", "max"]);
+    for (name, s) in &a.segments {
+        let mark = if a.dominant_p50.as_deref() == Some(name) {
+            " *"
+        } else {
+            ""
+        };
+        t.summary_row(&format!("{name}{mark}"), Some(s));
+    }
+    t.summary_row("total", a.total.as_ref());
+    t.summary_row("overhead", a.overhead.as_ref());
+    print!(
+        "\nUser stopped speaking → first audio ({} turns: {} ok, {} no speech, {} errors):\n{}",
+        a.turns,
+        a.ok,
+        a.no_speech,
+        a.errors,
+        t.render()
+    );
+    println!(
+        "Dominant stage (*): {} at P50{}. Segments sum exactly to the total: {}. Playout underruns: {}. Mean WER {}.",
+        a.dominant_p50.as_deref().unwrap_or("-"),
+        match (&a.dominant_p95, &a.dominant_p50) {
+            (Some(p95), Some(p50)) if p95 != p50 => format!(", {p95} at P95"),
+            _ => String::new(),
+        },
+        if a.sums_exact { "yes" } else { "NO" },
+        a.underruns,
+        a.wer_mean.map(|w| format!("{:.1}%", w * 100.0)).unwrap_or_else(|| "-".into())
+    );
+    println!("{}", r.timing_note);
+    let _ = TurnOutcome::Ok;
+}
+
+fn sweep(args: &ReplayArgs, turns: &[LoadedTurn], base: &EndpointerConfig) -> Result<ExitCode> {
+    let rows = voxlat_pipeline::sweep::sweep(turns, base, &args.sweep_hangover)?;
+    let mut t = Table::new(&[
+        "hangover ms",
+        "utterances",
+        "split",
+        "truncated",
+        "cut-off",
+        "delay p50",
+        "delay p95",
+    ]);
+    for r in &rows {
+        t.row(vec![
+            r.hangover_ms.to_string(),
+            r.utterances.to_string(),
+            r.split.to_string(),
+            r.truncated.to_string(),
+            format!("{:.0}%", r.cut_off_rate * 100.0),
+            r.delay_ms
+                .as_ref()
+                .map(|s| fmt_num(s.p50))
+                .unwrap_or_else(|| "-".into()),
+            r.delay_ms
+                .as_ref()
+                .map(|s| fmt_num(s.p95))
+                .unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    print!(
+        "Endpointing delay (decision − true end of speech, audio time) against cut-offs:\n{}",
+        t.render()
+    );
+    voxlat_core::fsio::ensure_writable_dir(&args.output_dir)?;
+    let path: PathBuf = Path::new(&args.output_dir).join(format!(
+        "sweep-{}.json",
+        voxlat_core::clock::wall_label_compact()
+    ));
+    let doc = serde_json::json!({ "header": voxlat_core::report::ResultsHeader::new("sweep", env!("CARGO_PKG_VERSION")), "endpointer": base, "rows": rows });
+    voxlat_core::fsio::write_atomic(&path, serde_json::to_string_pretty(&doc)?.as_bytes())?;
+    println!("Results: {}", path.display());
+    Ok(ExitCode::SUCCESS)
+}

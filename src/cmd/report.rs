@@ -1,0 +1,27 @@
+//! `voxlat report results.json`: re-renders a replay's HTML report and tables.
+
+use anyhow::Result;
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use voxlat_pipeline::results::ReplayResults;
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// A replay results file (replay-*.json).
+    pub results: PathBuf,
+    /// Where to write the HTML. [default: beside the results, .html]
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}
+
+pub fn run(args: ReportArgs) -> Result<ExitCode> {
+    let r = ReplayResults::load(&args.results).map_err(anyhow::Error::msg)?;
+    let out = args
+        .output
+        .unwrap_or_else(|| args.results.with_extension("html"));
+    voxlat_core::fsio::write_atomic(&out, crate::report_html::render(&r).as_bytes())?;
+    super::replay::print_report(&r);
+    println!("Report: {}", out.display());
+    Ok(ExitCode::SUCCESS)
+}
