@@ -4,7 +4,7 @@
 step() { printf '\n==> %s\n' "$*" >&2; }
 
 # Debian/Ubuntu package names; see shared/docs/models.md for why each is needed.
-SYSTEM_PACKAGES=(cmake clang libclang-dev g++ pkg-config python3 python3-pip ca-certificates curl)
+SYSTEM_PACKAGES=(cmake clang libclang-dev g++ pkg-config libespeak-ng-dev espeak-ng-data python3 python3-pip ca-certificates)
 
 install_system_packages() {
   local missing=()

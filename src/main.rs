@@ -25,6 +25,8 @@ enum Command {
     BenchLlm(Box<cmd::bench_llm::BenchLlmArgs>),
     /// Replay scenario utterances through the full pipeline and report the latency breakdown.
     Replay(Box<cmd::replay::ReplayArgs>),
+    /// Time each voice stage in isolation (VAD, Whisper, Piper) and under thread contention.
+    BenchStages(cmd::bench_stages::BenchStagesArgs),
     /// Print the speech bounds of WAV files, for scenario files.
     Annotate(cmd::annotate::AnnotateArgs),
     /// Re-render the HTML report (and print the tables) of a replay results file.
@@ -50,6 +52,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => cmd::replay::run(*args),
         Command::Report(args) => cmd::report::run(args),
         Command::Annotate(args) => cmd::annotate::run(args),
+        Command::BenchStages(args) => cmd::bench_stages::run(args),
         Command::Transcribe(args) => cmd::transcribe::run(args),
         Command::Vad(args) => cmd::vad::run(args),
         Command::Speak(args) => cmd::speak::run(args),

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The README's first command, on a fresh Debian/Ubuntu machine: installs what is missing
+# (system packages, Rust check, models), builds, replays the bundled scenarios through the
+# embedded models and prints the latency breakdown and the HTML report's path.
+# Extra arguments go to `voxlat replay` (e.g. --repeat 5, --fast, --llm-url URL).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
+
+install_system_packages
+ensure_rust
+
+step "building voxlat (release; the first build compiles whisper.cpp and llama.cpp: ~10 min on 2 cores)"
+cargo build --release --locked --bins
+
+step "fetching and verifying models (cached in \${VOXLAT_MODELS_DIR:-~/.cache/voxlat/models})"
+target/release/voxlat models fetch --all
+
+step "replaying the bundled scenarios in real time"
+target/release/voxlat replay --repeat 2 "$@"
