@@ -27,6 +27,16 @@ use voxlat_llm::{ClientOptions, LlmClient};
 /// (role-only chunks do not count); all times are on one monotonic clock. Warm-up requests
 /// are excluded. Results go to results/bench-llm-<UTC time>-<model>.json, rewritten as the
 /// run goes, so Ctrl-C keeps every completed request.
+///
+/// Why is my first token slow? Sweeps and probes find out, and a diagnosis in words follows
+/// every run (queueing, prefill, no prefix-cache reuse, connection setup, reasoning,
+/// network, client overhead; thresholds in the README):
+///
+///   voxlat bench-llm --sweep prompt-tokens=100,1000,4000   # ms per 1k prompt tokens + fixed cost
+///   voxlat bench-llm --sweep max-tokens=16,256,4000        # TTFT should not move
+///   voxlat bench-llm --probe prefix-cache                  # does the server reuse a prefix?
+///   voxlat bench-llm --probe connections                   # cold vs warm, HTTP/1.1 vs HTTP/2
+///   voxlat compare before.json after.json                  # what changed, and is it significant
 #[derive(Args, Debug, Default)]
 #[command(verbatim_doc_comment)]
 pub struct BenchLlmArgs {
@@ -150,10 +160,32 @@ pub struct BenchLlmArgs {
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
+    /// Vary one parameter across cells: prompt-tokens=100,1000,4000 (synthetic prompts of
+    /// each size at a fixed max_tokens; fits ms per 1k prompt tokens and the fixed cost) or
+    /// max-tokens=16,256,4000 (the fixed prompt; each stream is closed at its first answer
+    /// token, and TTFT should not move). Prompt sizes above --context-tokens are skipped.
+    #[arg(long, value_name = "PARAM=V,V…")]
+    pub sweep: Option<bench::config::Sweep>,
+
+    /// Run a probe after the cells (repeatable or comma-separated), --requests rounds each:
+    /// prefix-cache (a long prompt new, repeated, changed at the end, changed at the start;
+    /// size from --prompt-tokens, default 2000) or connections (cold = new connection vs
+    /// warm = pooled, over HTTP/1.1 and HTTP/2: DNS, connect (+TLS), TTFB, TTFT).
+    #[arg(long, value_name = "PROBE[,PROBE]", value_delimiter = ',')]
+    pub probe: Vec<bench::config::Probe>,
+
+    /// The model's context in tokens; prompts that would not fit with max_tokens are not
+    /// sent. Known without this flag for the embedded server (4096).
+    #[arg(long, value_name = "N")]
+    pub context_tokens: Option<u32>,
+
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
 }
+
+/// `voxlat-server`'s default `--ctx`, used as the context of the embedded server.
+const EMBEDDED_CONTEXT_TOKENS: u32 = 4096;
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
     if let Ok(secs) = s.parse::<f64>() {
@@ -245,6 +277,17 @@ impl BenchLlmArgs {
         if let Some(d) = self.idle_timeout {
             c.idle_timeout_s = d.as_secs_f64();
         }
+        if self.sweep.is_some() {
+            c.sweep = self.sweep.clone();
+        }
+        for p in &self.probe {
+            if !c.probes.contains(p) {
+                c.probes.push(*p);
+            }
+        }
+        if self.context_tokens.is_some() {
+            c.context_tokens = self.context_tokens;
+        }
         c.validate()?;
         Ok(c)
     }
@@ -305,7 +348,18 @@ pub fn run(args: BenchLlmArgs) -> Result<ExitCode> {
     let settings = Settings::from_process()?;
     // Lives until the run ends; dropping it stops the embedded server.
     let (endpoint, _embedded) = resolve_endpoint(&settings, &cfg, &args)?;
+    if _embedded.is_some() {
+        cfg.context_tokens.get_or_insert(EMBEDDED_CONTEXT_TOKENS);
+    }
     cfg.base_url = Some(endpoint.base_url.value.clone());
+    let (_, skipped) = runner::sweep_variants(&cfg);
+    if !skipped.is_empty() {
+        eprintln!(
+            "sweep: skipping prompt-tokens {skipped:?}: they do not fit the model's context of {} tokens with max_tokens {}",
+            cfg.context_tokens.unwrap_or(0),
+            cfg.max_tokens.unwrap_or(0)
+        );
+    }
     let prompt = prompt_source(&cfg)?;
     let opts = ClientOptions {
         fresh_connections: cfg.fresh_connections,
@@ -388,6 +442,7 @@ pub fn run(args: BenchLlmArgs) -> Result<ExitCode> {
         for cell in &results.cells {
             print!("{}", render_cell(cell));
         }
+        print!("{}", render_analysis(results));
         println!(
             "Clock: one monotonic process clock. TTFT = request sent -> first non-empty content delta (role-only chunks excluded); TTFB = request sent -> response headers; E2E = request sent -> end of stream. Times in ms; warm-up excluded; percentiles are nearest-rank."
         );
@@ -481,12 +536,187 @@ pub fn render_cell(c: &CellSummary) -> String {
         t.summary_row("send lag", c.send_lag_ms.as_ref());
         t.summary_row("TTFT from due", c.ttft_from_schedule_ms.as_ref());
     }
+    if c.thinking_ms.is_some() {
+        t.summary_row("thinking", c.thinking_ms.as_ref());
+        t.summary_row("reasoning tok", c.reasoning_tokens.as_ref());
+    }
+    if c.dns_ms.is_some() {
+        t.summary_row("DNS", c.dns_ms.as_ref());
+    }
+    if c.connect_ms.is_some() {
+        t.summary_row("connect", c.connect_ms.as_ref());
+    }
     for (name, s) in &c.server_timings {
         t.summary_row(&format!("server {name}"), Some(s));
+    }
+    if let Some(v) = &c.server_view {
+        t.summary_row("outside server", v.outside_server_ms.as_ref());
     }
     out.push_str(&t.render());
     for (class, e) in &c.errors_by_class {
         out.push_str(&format!("  error {class} x{}: {}\n", e.count, e.example));
+    }
+    out
+}
+
+fn ms(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{v:.1}"))
+}
+
+/// Sweeps, probes, the server view and the diagnosis, after the cell tables.
+pub fn render_analysis(r: &bench::BenchResults) -> String {
+    use voxlat_llm::bench::analysis::{CacheVerdict, *};
+    use voxlat_llm::bench::config::SweepParam;
+    let a = &r.analysis;
+    let mut out = String::new();
+    for s in &a.sweeps {
+        out.push_str(&format!(
+            "\nSweep {} ({} {}):\n",
+            s.param.name(),
+            s.model,
+            s.load
+        ));
+        let mut t = Table::new(&[s.param.name(), "prompt tok", "n", "TTFT p50 ms"]);
+        for p in &s.points {
+            t.row(vec![
+                p.value.to_string(),
+                p.prompt_tokens.map_or("-".into(), |v| format!("{v:.0}")),
+                p.n.to_string(),
+                format!("{:.1}", p.ttft_p50_ms),
+            ]);
+        }
+        out.push_str(&t.render());
+        match (s.param, &s.fit, s.spread) {
+            (SweepParam::PromptTokens, Some(f), _) => out.push_str(&format!(
+                "  fit (least squares over the points' P50): TTFT = {:.1} ms + {:.2} ms per 1k prompt tokens; R² {:.3} over {} points{}\n",
+                f.intercept_ms,
+                f.slope_ms_per_1k,
+                f.r2,
+                f.points,
+                if f.points < 3 { " (two points always fit exactly)" } else { "" }
+            )),
+            (SweepParam::PromptTokens, None, _) => {
+                out.push_str("  fit: needs at least two points with different prompt sizes\n")
+            }
+            (SweepParam::MaxTokens, _, Some(sp)) => out.push_str(&format!(
+                "  spread of TTFT P50 across max_tokens: {:.0}% ({} above {:.0}% and {:.0} ms)\n",
+                sp * 100.0,
+                if sp > MAX_TOKENS_MAX_SPREAD { "flagged when" } else { "flat: flagged only" },
+                MAX_TOKENS_MAX_SPREAD * 100.0,
+                MAX_TOKENS_MIN_DELTA_MS
+            )),
+            _ => {}
+        }
+    }
+    for c in &a.cache {
+        out.push_str(&format!("\nPrefix-cache probe ({}):\n", c.model));
+        let mut t = Table::new(&["step", "TTFT p50 ms", "cached tokens"]);
+        for (step, v) in &c.ttft_p50_ms {
+            let cached = c
+                .cached_tokens
+                .iter()
+                .find(|(k, _)| k == step)
+                .map_or("-".into(), |(_, n)| format!("{n:.0}"));
+            t.row(vec![step.name().into(), format!("{v:.1}"), cached]);
+        }
+        out.push_str(&t.render());
+        out.push_str(&format!(
+            "  verdict: {}\n",
+            match c.verdict {
+                CacheVerdict::PrefixCache => "the server caches prefixes (a repeat and a change at the end are fast, a change at the start is not)",
+                CacheVerdict::ExactMatchOnly => "only an identical prompt is fast: the cache does not reuse a shared prefix",
+                CacheVerdict::NoReuse => "no reuse: a repeated prompt costs a full prefill",
+                CacheVerdict::Inconclusive => "inconclusive: prefill of this prompt is too short to tell; raise --prompt-tokens",
+            }
+        ));
+    }
+    if !a.connections.is_empty() {
+        out.push_str("\nConnections (P50, ms; cold = new connection, warm = pooled):\n");
+        let mut t = Table::new(&[
+            "protocol",
+            "DNS",
+            "connect",
+            "cold TTFB",
+            "warm TTFB",
+            "cold TTFT",
+            "warm TTFT",
+            "errors",
+        ]);
+        for c in &a.connections {
+            t.row(vec![
+                format!("{} {}", c.model, c.protocol),
+                ms(c.dns_p50_ms),
+                ms(c.connect_p50_ms),
+                ms(c.cold_ttfb_p50_ms),
+                ms(c.warm_ttfb_p50_ms),
+                ms(c.cold_ttft_p50_ms),
+                ms(c.warm_ttft_p50_ms),
+                c.errors.to_string(),
+            ]);
+        }
+        out.push_str(&t.render());
+        for c in r
+            .cells
+            .iter()
+            .filter(|c| c.errors > 0 && c.cell.contains("HTTP/2"))
+        {
+            if let Some((class, e)) = c.errors_by_class.iter().next() {
+                out.push_str(&format!("  {}: {class}: {}\n", c.cell, e.example));
+            }
+        }
+    }
+    let views: Vec<_> = r
+        .cells
+        .iter()
+        .filter_map(|c| Some((c, c.server_view.as_ref()?)))
+        .collect();
+    if !views.is_empty() {
+        out.push_str(
+            "\nServer view (P50, ms; outside = client TTFT - server TTFT, per request):\n",
+        );
+        let mut t = Table::new(&[
+            "cell",
+            "client TTFT",
+            "server TTFT",
+            "queue",
+            "prefill",
+            "decode",
+            "outside",
+            "joined by id",
+        ]);
+        for (c, v) in views {
+            let p = |s: &Option<voxlat_core::stats::Summary>| ms(s.as_ref().map(|s| s.p50));
+            t.row(vec![
+                c.cell.clone(),
+                p(&c.ttft_ms),
+                p(&v.server_ttft_ms),
+                p(&v.queue_ms),
+                p(&v.prefill_ms),
+                p(&v.decode_ms),
+                p(&v.outside_server_ms),
+                format!("{}/{}", v.joined_by_request_id, v.requests),
+            ]);
+        }
+        out.push_str(&t.render());
+        out.push_str("  (server times as reported: llama.cpp timings, Ollama durations or the embedded server's fields)\n");
+    }
+    out.push_str("\nDiagnosis:\n");
+    if a.findings.is_empty() {
+        out.push_str("  nothing stands out: no heavy tail, no prompt-driven prefill, cache and connections fine (within the thresholds in the README)\n");
+    }
+    for f in &a.findings {
+        out.push_str(&format!(
+            "  - {}: {}\n    -> {}\n",
+            f.cause.name(),
+            f.evidence,
+            f.advice
+        ));
+    }
+    if let Some(cpu) = r.client.cpu_ms_per_request {
+        out.push_str(&format!(
+            "  client overhead: {cpu:.2} ms CPU per request (warned above {:.0}% of TTFT)\n",
+            CLIENT_OVERHEAD_WARN_SHARE * 100.0
+        ));
     }
     out
 }

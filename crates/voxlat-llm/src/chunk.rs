@@ -15,6 +15,40 @@ pub struct ChatChunk {
     /// Some gateways send errors as a `data:` payload with an `error` object mid-stream.
     #[serde(default)]
     pub error: Option<serde_json::Value>,
+    /// Ollama's durations (nanoseconds) and counts, sent by its native API and by proxies
+    /// that pass them through; its OpenAI endpoint usually omits them.
+    #[serde(default)]
+    pub load_duration: Option<u64>,
+    #[serde(default)]
+    pub prompt_eval_duration: Option<u64>,
+    #[serde(default)]
+    pub prompt_eval_count: Option<u64>,
+    #[serde(default)]
+    pub eval_duration: Option<u64>,
+    #[serde(default)]
+    pub eval_count: Option<u64>,
+    #[serde(default)]
+    pub total_duration: Option<u64>,
+}
+
+impl ChatChunk {
+    /// Ollama's timing fields, by their own names, when any is present.
+    pub fn ollama_timings(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        let mut m = serde_json::Map::new();
+        for (k, v) in [
+            ("load_duration", self.load_duration),
+            ("prompt_eval_duration", self.prompt_eval_duration),
+            ("prompt_eval_count", self.prompt_eval_count),
+            ("eval_duration", self.eval_duration),
+            ("eval_count", self.eval_count),
+            ("total_duration", self.total_duration),
+        ] {
+            if let Some(v) = v {
+                m.insert(k.into(), v.into());
+            }
+        }
+        (!m.is_empty()).then_some(m)
+    }
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

@@ -463,6 +463,16 @@ fn handle_event<F: FnMut(TextDelta<'_>)>(
     if c.timings.is_some() {
         out.server_timings = c.timings.clone();
     }
+    // Ollama's durations sit beside llama.cpp's names in the same object, so one place
+    // holds whatever the server reported.
+    if let Some(o) = c.ollama_timings() {
+        let merged = out
+            .server_timings
+            .get_or_insert_with(|| serde_json::Value::Object(Default::default()));
+        if let serde_json::Value::Object(m) = merged {
+            m.extend(o);
+        }
+    }
     // n = 1 is all voxlat asks for; further choices would be other completions.
     if let Some(choice) = c.choices.first() {
         if let Some(r) = choice.delta.reasoning_text() {

@@ -69,6 +69,16 @@ pub struct Script {
     pub disconnect_after: Option<usize>,
     /// Echo `X-Request-Id` in the response headers.
     pub echo_request_id: bool,
+    /// `usage.prompt_tokens` to report (default 10), so tests can model prompt length.
+    pub usage_prompt_tokens: Option<u64>,
+    /// `usage.prompt_tokens_details.cached_tokens`, sent only when set.
+    pub usage_cached_tokens: Option<u64>,
+    /// Sent as `timings` in the last content chunk instead of the fixed llama.cpp-style
+    /// object (implies `timings`).
+    pub timings_value: Option<serde_json::Value>,
+    /// Top-level fields merged into the last content chunk, e.g. Ollama's
+    /// `prompt_eval_duration`.
+    pub final_chunk_extra: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Default for Script {
@@ -96,6 +106,10 @@ impl Default for Script {
             invalid_json_after: None,
             disconnect_after: None,
             echo_request_id: true,
+            usage_prompt_tokens: None,
+            usage_cached_tokens: None,
+            timings_value: None,
+            final_chunk_extra: serde_json::Map::new(),
         }
     }
 }
@@ -107,6 +121,25 @@ impl Script {
             tokens: (0..n).map(|i| format!(" w{i}")).collect(),
             ..Script::default()
         }
+    }
+
+    /// Every message's content of a request body, joined by newlines.
+    pub fn prompt_text(body: &serde_json::Value) -> String {
+        body["messages"]
+            .as_array()
+            .map(|m| {
+                m.iter()
+                    .filter_map(|m| m["content"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .unwrap_or_default()
+    }
+
+    /// Whitespace-separated words in a request's messages: the synthetic prompts of
+    /// bench-llm are one token per word, so this stands in for the prompt's token count.
+    pub fn prompt_words(body: &serde_json::Value) -> usize {
+        Script::prompt_text(body).split_whitespace().count()
     }
 
     pub fn error(status: u16, body: &str) -> Script {
@@ -504,8 +537,15 @@ async fn generate(s: Script, tx: mpsc::Sender<Frame>) {
             return;
         }
         let mut chunk = chunk_json(delta, (i + 1 == total).then_some("stop"));
-        if s.timings && i + 1 == total {
-            chunk["timings"] = serde_json::json!({"prompt_n": 10, "prompt_ms": 5.0, "predicted_n": total, "predicted_ms": 20.0, "cache_n": 0});
+        if i + 1 == total {
+            if let Some(t) = &s.timings_value {
+                chunk["timings"] = t.clone();
+            } else if s.timings {
+                chunk["timings"] = serde_json::json!({"prompt_n": 10, "prompt_ms": 5.0, "predicted_n": total, "predicted_ms": 20.0, "cache_n": 0});
+            }
+            for (k, v) in &s.final_chunk_extra {
+                chunk[k] = v.clone();
+            }
         }
         if !send_event(chunk.to_string(), true).await {
             return;
@@ -513,8 +553,12 @@ async fn generate(s: Script, tx: mpsc::Sender<Frame>) {
         sent += 1;
     }
     if s.usage {
-        let usage = serde_json::json!({"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "choices": [],
-            "usage": {"prompt_tokens": 10, "completion_tokens": total, "total_tokens": 10 + total}});
+        let prompt = s.usage_prompt_tokens.unwrap_or(10);
+        let mut usage = serde_json::json!({"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "choices": [],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": total, "total_tokens": prompt + total as u64}});
+        if let Some(c) = s.usage_cached_tokens {
+            usage["usage"]["prompt_tokens_details"] = serde_json::json!({ "cached_tokens": c });
+        }
         if !send_event(usage.to_string(), false).await {
             return;
         }

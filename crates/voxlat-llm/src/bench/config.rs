@@ -38,6 +38,89 @@ pub struct BenchConfig {
     pub headers_timeout_s: f64,
     pub idle_timeout_s: f64,
     pub output_dir: PathBuf,
+    /// One parameter varied across cells (prompt length or max_tokens).
+    pub sweep: Option<Sweep>,
+    /// Probes run after the cells: prefix cache, connection phases.
+    pub probes: Vec<Probe>,
+    /// The model's context in tokens, when known: larger sweep points and probe prompts are
+    /// capped below it.
+    pub context_tokens: Option<u32>,
+}
+
+/// What a sweep varies.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SweepParam {
+    /// Synthetic prompts of N tokens, different per request, at a fixed max_tokens.
+    PromptTokens,
+    /// max_tokens at a fixed prompt; TTFT should not move.
+    MaxTokens,
+}
+
+impl SweepParam {
+    pub fn name(self) -> &'static str {
+        match self {
+            SweepParam::PromptTokens => "prompt-tokens",
+            SweepParam::MaxTokens => "max-tokens",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sweep {
+    pub param: SweepParam,
+    pub values: Vec<u32>,
+}
+
+impl std::str::FromStr for Sweep {
+    type Err = String;
+    /// `prompt-tokens=100,1000,4000` or `max-tokens=16,256,4000`.
+    fn from_str(s: &str) -> Result<Sweep, String> {
+        let usage = "use prompt-tokens=100,1000,4000 or max-tokens=16,256,4000";
+        let (k, v) = s
+            .split_once('=')
+            .ok_or_else(|| format!("sweep {s:?} has no '='; {usage}"))?;
+        let param = match k.trim().replace('_', "-").as_str() {
+            "prompt-tokens" => SweepParam::PromptTokens,
+            "max-tokens" => SweepParam::MaxTokens,
+            other => return Err(format!("cannot sweep {other:?}; {usage}")),
+        };
+        let values = v
+            .split(',')
+            .map(|x| {
+                x.trim()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| format!("sweep value {x:?} is not a positive whole number"))
+            })
+            .collect::<Result<Vec<u32>, String>>()?;
+        Ok(Sweep { param, values })
+    }
+}
+
+/// A probe: a fixed sequence of requests that answers one question.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Probe {
+    /// Does the server reuse a cached prompt prefix?
+    PrefixCache,
+    /// What do DNS, connect and a new connection cost, cold vs warm, HTTP/1.1 vs HTTP/2?
+    Connections,
+}
+
+impl std::str::FromStr for Probe {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Probe, String> {
+        match s.trim() {
+            "prefix-cache" | "cache" => Ok(Probe::PrefixCache),
+            "connections" | "connection" => Ok(Probe::Connections),
+            other => Err(format!(
+                "unknown probe {other:?}; use prefix-cache or connections"
+            )),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -76,6 +159,9 @@ impl Default for BenchConfig {
             headers_timeout_s: 300.0,
             idle_timeout_s: 60.0,
             output_dir: PathBuf::from("results"),
+            sweep: None,
+            probes: Vec::new(),
+            context_tokens: None,
         }
     }
 }
@@ -184,6 +270,14 @@ impl BenchConfig {
                 "give only one of --prompt, --prompt-file, --messages-file and --prompt-tokens"
                     .into(),
             );
+        }
+        if let Some(sw) = &self.sweep {
+            if sw.values.is_empty() || sw.values.contains(&0) {
+                return bad("--sweep needs positive values, e.g. prompt-tokens=100,1000".into());
+            }
+            if sw.param == SweepParam::PromptTokens && prompts[..3].iter().any(|&p| p) {
+                return bad("--sweep prompt-tokens makes its own prompts; drop --prompt, --prompt-file and --messages-file".into());
+            }
         }
         for (name, v) in [
             ("--connect-timeout", self.connect_timeout_s),

@@ -4,11 +4,14 @@
 //! request produces a [`RequestRecord`] holding all its event times; every figure in a
 //! [`CellSummary`] is derived from those records and nothing else.
 
+pub mod analysis;
 pub mod config;
+pub mod fit;
 pub mod prompt;
 pub mod record;
 pub mod results;
 pub mod runner;
+pub mod server_view;
 pub mod summary;
 
 pub use config::{BenchConfig, Load};

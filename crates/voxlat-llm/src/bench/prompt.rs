@@ -7,6 +7,7 @@
 //! request, is the true count. Each request gets a different word sequence, so a server's
 //! prefix cache cannot turn a prefill measurement into a cache-hit measurement by accident.
 
+use super::record::CacheStep;
 use crate::client::Message;
 use std::path::Path;
 
@@ -214,6 +215,30 @@ pub fn synthetic_text(tokens: u32, seq: u64) -> String {
     s
 }
 
+/// A word outside [`WORDS`], so a changed position never matches the original by chance.
+const CHANGED_WORD: &str = "zebra";
+
+/// The prompt of one step of the prefix-cache probe: a synthetic prompt of `tokens` words for
+/// round `round` (the same for every step of that round), with one word changed at the
+/// start or at the end of the body for the `change-*` steps. The end change sits just before
+/// the fixed instruction, about ten tokens from the end of the message.
+pub fn cache_probe_text(tokens: u32, round: u64, step: CacheStep) -> String {
+    // A seed range the per-request synthetic prompts (seq from 0) never reach.
+    let base = synthetic_text(tokens, u64::MAX - round);
+    let (body, instruction) = base.split_once("\n\n").unwrap_or((&base, ""));
+    let mut words: Vec<&str> = body.split(' ').collect();
+    match step {
+        CacheStep::Cold | CacheStep::Repeat => {}
+        CacheStep::ChangeStart => words[0] = CHANGED_WORD,
+        CacheStep::ChangeEnd => {
+            if let Some(w) = words.last_mut() {
+                *w = CHANGED_WORD;
+            }
+        }
+    }
+    format!("{}\n\n{instruction}", words.join(" "))
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum PromptError {
     #[error("cannot read prompt file {path}: {detail}")]
@@ -236,6 +261,26 @@ mod tests {
         assert_eq!(a, synthetic_text(500, 1), "deterministic per seq");
         let body = a.split("\n\n").next().unwrap();
         assert_eq!(body.split(' ').count(), 500);
+    }
+
+    #[test]
+    fn cache_probe_prompts_differ_only_where_they_should() {
+        let words = |s: &str| -> Vec<String> { s.split_whitespace().map(String::from).collect() };
+        let cold = words(&cache_probe_text(200, 3, CacheStep::Cold));
+        assert_eq!(cold, words(&cache_probe_text(200, 3, CacheStep::Repeat)));
+        let end = words(&cache_probe_text(200, 3, CacheStep::ChangeEnd));
+        let start = words(&cache_probe_text(200, 3, CacheStep::ChangeStart));
+        let diff = |a: &[String], b: &[String]| {
+            a.iter()
+                .zip(b)
+                .enumerate()
+                .filter(|(_, (x, y))| x != y)
+                .map(|(i, _)| i)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(diff(&cold, &start), vec![0]);
+        assert_eq!(diff(&cold, &end), vec![199]);
+        assert_ne!(cold, words(&cache_probe_text(200, 4, CacheStep::Cold)));
     }
 
     #[test]

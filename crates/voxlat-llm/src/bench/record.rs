@@ -20,6 +20,70 @@ pub struct RequestRecord {
     /// Event times on the process clock, by name.
     pub events: BTreeMap<EventKind, Nanos>,
     pub outcome: StreamOutcome,
+    /// What this request varied (sweep point or probe step); absent for plain cells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<Variant>,
+    /// The stream was closed at the first answer token on purpose (max_tokens sweep), so no
+    /// end-of-stream figures exist for it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut_at_first_token: bool,
+}
+
+/// What a request varied, so cells can be grouped back into sweeps and probes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Variant {
+    PromptTokens { value: u32 },
+    MaxTokens { value: u32 },
+    Cache { step: CacheStep },
+    Connection { http2: bool, cold: bool },
+}
+
+/// The steps of the prefix-cache probe, in the order one round sends them.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CacheStep {
+    /// A long prompt the server has never seen: full prefill.
+    Cold,
+    /// The same prompt again: a prefix cache serves all of it.
+    Repeat,
+    /// The same prompt with its last word changed: a prefix cache serves all but the end.
+    ChangeEnd,
+    /// The same prompt with its first word changed: no prefix in common.
+    ChangeStart,
+}
+
+impl CacheStep {
+    pub const ROUND: [CacheStep; 4] = [
+        CacheStep::Cold,
+        CacheStep::Repeat,
+        CacheStep::ChangeEnd,
+        CacheStep::ChangeStart,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            CacheStep::Cold => "cold",
+            CacheStep::Repeat => "repeat",
+            CacheStep::ChangeEnd => "change-end",
+            CacheStep::ChangeStart => "change-start",
+        }
+    }
+}
+
+impl Variant {
+    /// The suffix this variant adds to a cell name.
+    pub fn label(&self) -> String {
+        match self {
+            Variant::PromptTokens { value } => format!("prompt-tokens={value}"),
+            Variant::MaxTokens { value } => format!("max-tokens={value}"),
+            Variant::Cache { step } => format!("cache {}", step.name()),
+            Variant::Connection { http2, cold } => format!(
+                "{} {}",
+                if *http2 { "HTTP/2" } else { "HTTP/1.1" },
+                if *cold { "cold" } else { "warm" }
+            ),
+        }
+    }
 }
 
 fn ms(ns: i64) -> f64 {
@@ -79,6 +143,35 @@ impl RequestRecord {
             .collect()
     }
 
+    /// llm_first_token → llm_first_answer_token: time spent on reasoning before the answer.
+    pub fn thinking_ms(&self) -> Option<f64> {
+        self.span(EventKind::LlmFirstToken, EventKind::LlmFirstAnswerToken)
+    }
+
+    /// Reasoning tokens: `usage.completion_tokens_details.reasoning_tokens` when sent, else
+    /// the number of reasoning deltas.
+    pub fn reasoning_tokens(&self) -> Option<u64> {
+        let from_usage = self
+            .outcome
+            .usage
+            .as_ref()
+            .and_then(|u| u.completion_tokens_details.as_ref())
+            .and_then(|d| d.reasoning_tokens);
+        let deltas = self.outcome.deltas.iter().filter(|d| d.reasoning).count() as u64;
+        from_usage.or((deltas > 0).then_some(deltas))
+    }
+
+    /// The prompt's size in tokens: the server's count when it reports one, else the size a
+    /// sweep asked for.
+    pub fn prompt_tokens(&self) -> Option<f64> {
+        let usage = self.outcome.usage.as_ref().and_then(|u| u.prompt_tokens);
+        match (usage, self.variant) {
+            (Some(n), _) => Some(n as f64),
+            (None, Some(Variant::PromptTokens { value })) => Some(f64::from(value)),
+            _ => None,
+        }
+    }
+
     /// Open loop: how late the request left against its schedule.
     pub fn send_lag_ms(&self) -> Option<f64> {
         Some(ms(self
@@ -116,6 +209,8 @@ mod tests {
             error: None,
             events: BTreeMap::new(),
             outcome: StreamOutcome::default(),
+            variant: None,
+            cut_at_first_token: false,
         };
         for (k, t) in [
             (EventKind::LlmSent, 2),

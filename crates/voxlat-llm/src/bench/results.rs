@@ -1,6 +1,7 @@
 //! The results file: written atomically, rewritten at most once a second while the run goes
 //! on, and once more at the end or on interruption, so Ctrl-C never loses a completed request.
 
+use super::analysis::{self, Analysis};
 use super::config::BenchConfig;
 use super::record::RequestRecord;
 use super::summary::CellSummary;
@@ -22,6 +23,9 @@ pub struct BenchResults {
     pub definitions: Definitions,
     pub client: ClientCost,
     pub cells: Vec<CellSummary>,
+    /// Sweeps, probes and the diagnosis, derived from `cells` and `requests`.
+    #[serde(default)]
+    pub analysis: Analysis,
     pub requests: Vec<RequestRecord>,
 }
 
@@ -118,6 +122,7 @@ impl ResultsWriter {
             definitions: Definitions::default(),
             client: ClientCost::default(),
             cells: Vec::new(),
+            analysis: Analysis::default(),
             requests: Vec::new(),
         };
         let mut w = ResultsWriter {
@@ -165,6 +170,11 @@ impl ResultsWriter {
             requests: n,
             cpu_ms_per_request: (n > 0).then(|| cpu * 1e3 / n as f64),
         };
+        self.results.analysis = analysis::analyze(
+            &self.results.cells,
+            &self.results.requests,
+            &self.results.client,
+        );
         let bytes = serde_json::to_vec_pretty(&self.results).map_err(|e| WriteError::Io {
             path: self.path.clone(),
             source: std::io::Error::other(e),

@@ -2,10 +2,10 @@
 //! rounds. Requests run as tasks in a `JoinSet`, so dropping the run (Ctrl-C) aborts every
 //! request in flight; completed requests have already been sent to the caller.
 
-use super::config::{BenchConfig, Load};
-use super::prompt::PromptSource;
-use super::record::RequestRecord;
-use crate::client::{ChatRequest, LlmClient};
+use super::config::{BenchConfig, Load, Probe, SweepParam};
+use super::prompt::{cache_probe_text, PromptSource};
+use super::record::{CacheStep, RequestRecord, Variant};
+use crate::client::{ChatRequest, ClientOptions, LlmClient, Message};
 use crate::error::{ErrorClass, LlmError};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -34,22 +34,106 @@ pub struct Block {
     pub warmup: bool,
     pub count: Option<u32>,
     pub duration: Option<Duration>,
+    pub variant: Option<Variant>,
 }
 
 pub fn cell_name(model: &str, load: &Load) -> String {
     format!("{model} {}", load.label())
 }
 
+fn variant_cell(model: &str, load: &Load, v: Option<Variant>) -> String {
+    match v {
+        Some(v) => format!("{} {}", cell_name(model, load), v.label()),
+        None => cell_name(model, load),
+    }
+}
+
+/// Tokens the chat template and the fixed instruction add around a synthetic prompt; kept
+/// free when capping prompt sizes at the context.
+pub const PROMPT_OVERHEAD_TOKENS: u32 = 64;
+
+/// Prompt size of the prefix-cache probe when `--prompt-tokens` does not set one: long enough
+/// that a full prefill stands clear of network noise on most servers.
+pub const DEFAULT_CACHE_PROBE_TOKENS: u32 = 2000;
+
+/// The largest synthetic prompt that fits the model's context with room for the reply.
+pub fn prompt_cap(cfg: &BenchConfig) -> Option<u32> {
+    cfg.context_tokens.map(|ctx| {
+        ctx.saturating_sub(cfg.max_tokens.unwrap_or(0) + PROMPT_OVERHEAD_TOKENS)
+            .max(1)
+    })
+}
+
+/// The sweep's variants that will run, and the points dropped for exceeding the context.
+pub fn sweep_variants(cfg: &BenchConfig) -> (Vec<Option<Variant>>, Vec<u32>) {
+    let Some(sw) = &cfg.sweep else {
+        return (vec![None], Vec::new());
+    };
+    let cap = match sw.param {
+        SweepParam::PromptTokens => prompt_cap(cfg),
+        SweepParam::MaxTokens => None,
+    };
+    let (kept, skipped): (Vec<u32>, Vec<u32>) =
+        sw.values.iter().partition(|&&v| cap.is_none_or(|c| v <= c));
+    let kept = kept
+        .into_iter()
+        .map(|value| {
+            Some(match sw.param {
+                SweepParam::PromptTokens => Variant::PromptTokens { value },
+                SweepParam::MaxTokens => Variant::MaxTokens { value },
+            })
+        })
+        .collect();
+    (kept, skipped)
+}
+
+/// Prompt size of the prefix-cache probe.
+pub fn cache_probe_tokens(cfg: &BenchConfig) -> u32 {
+    let want = cfg.prompt.tokens.unwrap_or(DEFAULT_CACHE_PROBE_TOKENS);
+    prompt_cap(cfg).map_or(want, |c| want.min(c))
+}
+
+fn probe_variants(cfg: &BenchConfig) -> Vec<Variant> {
+    let mut v = Vec::new();
+    for p in &cfg.probes {
+        match p {
+            Probe::PrefixCache => {
+                v.extend(CacheStep::ROUND.map(|step| Variant::Cache { step }));
+            }
+            Probe::Connections => {
+                for http2 in [false, true] {
+                    for cold in [true, false] {
+                        v.push(Variant::Connection { http2, cold });
+                    }
+                }
+            }
+        }
+    }
+    v
+}
+
 /// The cells of a run, in order: (cell, model, load label).
 pub fn cells(cfg: &BenchConfig, models: &[String]) -> Vec<(String, String, String)> {
-    cfg.loads()
+    let (variants, _) = sweep_variants(cfg);
+    let mut out: Vec<(String, String, String)> = cfg
+        .loads()
         .iter()
         .flat_map(|l| {
-            models
-                .iter()
-                .map(move |m| (cell_name(m, l), m.clone(), l.label()))
+            let variants = &variants;
+            variants.iter().flat_map(move |v| {
+                models
+                    .iter()
+                    .map(move |m| (variant_cell(m, l, *v), m.clone(), l.label()))
+            })
         })
-        .collect()
+        .collect();
+    let seq = Load::Concurrency(1);
+    for v in probe_variants(cfg) {
+        for m in models {
+            out.push((variant_cell(m, &seq, Some(v)), m.clone(), seq.label()));
+        }
+    }
+    out
 }
 
 /// Every block, in the order they run.
@@ -64,6 +148,7 @@ pub fn plan(cfg: &BenchConfig, models: &[String]) -> Vec<Block> {
                 warmup: true,
                 count: Some(cfg.warmup),
                 duration: None,
+                variant: None,
             });
         }
     }
@@ -72,29 +157,33 @@ pub fn plan(cfg: &BenchConfig, models: &[String]) -> Vec<Block> {
     } else {
         1
     };
+    let (variants, _) = sweep_variants(cfg);
     for load in cfg.loads() {
-        for r in 0..rounds {
-            for i in 0..models.len() {
-                let model = &models[(i + r as usize) % models.len()];
-                let (count, duration) = match cfg.duration_s {
-                    Some(d) => (None, Some(Duration::from_secs_f64(d / f64::from(rounds)))),
-                    None => {
-                        let base = cfg.requests / rounds;
-                        let extra = u32::from(r < cfg.requests % rounds);
-                        (Some(base + extra), None)
+        for &variant in &variants {
+            for r in 0..rounds {
+                for i in 0..models.len() {
+                    let model = &models[(i + r as usize) % models.len()];
+                    let (count, duration) = match cfg.duration_s {
+                        Some(d) => (None, Some(Duration::from_secs_f64(d / f64::from(rounds)))),
+                        None => {
+                            let base = cfg.requests / rounds;
+                            let extra = u32::from(r < cfg.requests % rounds);
+                            (Some(base + extra), None)
+                        }
+                    };
+                    if count == Some(0) {
+                        continue;
                     }
-                };
-                if count == Some(0) {
-                    continue;
+                    blocks.push(Block {
+                        model: model.clone(),
+                        load,
+                        cell: variant_cell(model, &load, variant),
+                        warmup: false,
+                        count,
+                        duration,
+                        variant,
+                    });
                 }
-                blocks.push(Block {
-                    model: model.clone(),
-                    load,
-                    cell: cell_name(model, &load),
-                    warmup: false,
-                    count,
-                    duration,
-                });
             }
         }
     }
@@ -146,6 +235,132 @@ pub async fn run(
             requests: b.count,
         });
         run_block(&ctx, &b).await?;
+    }
+    for probe in ctx.cfg.probes.clone() {
+        for m in &models {
+            match probe {
+                Probe::PrefixCache => cache_probe(&ctx, m).await,
+                Probe::Connections => connection_probe(&ctx, m).await?,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Requests the probes send per step: the cell's request count, as for any cell.
+fn probe_rounds(cfg: &BenchConfig) -> u32 {
+    cfg.requests.max(1)
+}
+
+fn next_seq(ctx: &Ctx) -> u64 {
+    ctx.seq.fetch_add(1, Ordering::Relaxed)
+}
+
+fn probe_block(model: &str, variant: Variant, warmup: bool) -> Block {
+    let load = Load::Concurrency(1);
+    Block {
+        model: model.into(),
+        load,
+        cell: variant_cell(model, &load, Some(variant)),
+        warmup,
+        count: Some(1),
+        duration: None,
+        variant: Some(variant),
+    }
+}
+
+/// Sequential rounds of cold → repeat → change at the end → change at the start, each round
+/// on a new prompt, so every step finds in the server's cache exactly the previous step.
+async fn cache_probe(ctx: &Arc<Ctx>, model: &str) {
+    let tokens = cache_probe_tokens(&ctx.cfg);
+    let _ = ctx.tx.send(RunEvent::Block {
+        cell: format!("{model} prefix-cache probe ({tokens} tokens)"),
+        warmup: false,
+        requests: Some(probe_rounds(&ctx.cfg) * 4),
+    });
+    for round in 0..u64::from(probe_rounds(&ctx.cfg)) {
+        for step in CacheStep::ROUND {
+            let mut messages = Vec::new();
+            if let Some(s) = &ctx.cfg.prompt.system {
+                messages.push(Message::new("system", s.clone()));
+            }
+            messages.push(Message::new("user", cache_probe_text(tokens, round, step)));
+            let b = probe_block(model, Variant::Cache { step }, false);
+            send_one(
+                ctx,
+                &ctx.client,
+                &b,
+                next_seq(ctx),
+                messages,
+                ctx.cfg.max_tokens,
+                None,
+            )
+            .await;
+        }
+    }
+}
+
+/// For HTTP/1.1 then HTTP/2: a cold request on a client of its own (new connection: DNS,
+/// connect, TLS), then a warm one on a pooled client that has already connected, alternating.
+async fn connection_probe(ctx: &Arc<Ctx>, model: &str) -> Result<(), LlmError> {
+    let base = ctx.client.options().clone();
+    for http2 in [false, true] {
+        let opts = |fresh: bool| ClientOptions {
+            fresh_connections: fresh,
+            http2,
+            ..base.clone()
+        };
+        let pooled = LlmClient::new(ctx.client.endpoint().clone(), opts(false))?;
+        let _ = ctx.tx.send(RunEvent::Block {
+            cell: format!(
+                "{model} connection probe ({})",
+                if http2 { "HTTP/2" } else { "HTTP/1.1" }
+            ),
+            warmup: false,
+            requests: Some(probe_rounds(&ctx.cfg) * 2),
+        });
+        // Opens the pooled connection; excluded like any warm-up.
+        let warm = Variant::Connection { http2, cold: false };
+        let cold = Variant::Connection { http2, cold: true };
+        let messages = ctx.prompt.messages(0, ctx.cfg.prompt.system.as_deref());
+        send_one(
+            ctx,
+            &pooled,
+            &probe_block(model, warm, true),
+            next_seq(ctx),
+            messages.clone(),
+            ctx.cfg.max_tokens,
+            None,
+        )
+        .await;
+        for _ in 0..probe_rounds(&ctx.cfg) {
+            let fresh = LlmClient::new(ctx.client.endpoint().clone(), opts(true))?;
+            let err = send_one(
+                ctx,
+                &fresh,
+                &probe_block(model, cold, false),
+                next_seq(ctx),
+                messages.clone(),
+                ctx.cfg.max_tokens,
+                None,
+            )
+            .await;
+            // A server that does not speak this protocol fails every request the same way:
+            // one recorded error says so.
+            if err.is_some_and(|e| is_configuration_error(e.class()) || http2) {
+                break;
+            }
+            send_one(
+                ctx,
+                &pooled,
+                &probe_block(model, warm, false),
+                next_seq(ctx),
+                messages.clone(),
+                ctx.cfg.max_tokens,
+                None,
+            )
+            .await;
+        }
     }
     Ok(())
 }
@@ -205,14 +420,39 @@ async fn run_block(ctx: &Arc<Ctx>, b: &Block) -> Result<(), LlmError> {
     Ok(())
 }
 
-/// Runs one request and sends its record. Returns the error, if any.
+/// Runs one request of a block, with what its variant changes. Returns the error, if any.
 async fn one_request(ctx: &Ctx, b: &Block, scheduled: Option<Nanos>) -> Option<LlmError> {
     let seq = ctx.seq.fetch_add(1, Ordering::Relaxed);
+    let system = ctx.cfg.prompt.system.as_deref();
+    let (messages, max_tokens) = match b.variant {
+        Some(Variant::PromptTokens { value }) => (
+            PromptSource::Synthetic { tokens: value }.messages(seq, system),
+            ctx.cfg.max_tokens,
+        ),
+        Some(Variant::MaxTokens { value }) => (ctx.prompt.messages(seq, system), Some(value)),
+        _ => (ctx.prompt.messages(seq, system), ctx.cfg.max_tokens),
+    };
+    send_one(ctx, &ctx.client, b, seq, messages, max_tokens, scheduled).await
+}
+
+/// Sends one request and its record. A max_tokens sweep closes each stream at the first
+/// answer token: only TTFT is compared, and a server stops generating when its client
+/// leaves, so max_tokens=4000 costs no decode time.
+async fn send_one(
+    ctx: &Ctx,
+    client: &LlmClient,
+    b: &Block,
+    seq: u64,
+    messages: Vec<Message>,
+    max_tokens: Option<u32>,
+    scheduled: Option<Nanos>,
+) -> Option<LlmError> {
     let cfg = &ctx.cfg;
+    let cut = matches!(b.variant, Some(Variant::MaxTokens { .. }));
     let req = ChatRequest {
         model: b.model.clone(),
-        messages: ctx.prompt.messages(seq, cfg.prompt.system.as_deref()),
-        max_tokens: cfg.max_tokens,
+        messages,
+        max_tokens,
         temperature: cfg.temperature,
         top_p: cfg.top_p,
         stop: cfg.stop.clone(),
@@ -221,7 +461,24 @@ async fn one_request(ctx: &Ctx, b: &Block, scheduled: Option<Nanos>) -> Option<L
         extra: cfg.extra.clone(),
     };
     let tl = Timeline::new(RequestId::new());
-    let (outcome, err) = ctx.client.stream_chat(&req, &tl, |_| {}).await;
+    let (first_answer_tx, first_answer) = tokio::sync::oneshot::channel::<()>();
+    let mut first_answer_tx = Some(first_answer_tx);
+    let stream = client.stream_chat(&req, &tl, |d| {
+        if cut && !d.reasoning {
+            if let Some(tx) = first_answer_tx.take() {
+                let _ = tx.send(());
+            }
+        }
+    });
+    let (outcome, err, was_cut) = if cut {
+        tokio::select! {
+            (o, e) = stream => (o, e, false),
+            Ok(()) = first_answer => (crate::record::StreamOutcome::default(), None, true),
+        }
+    } else {
+        let (o, e) = stream.await;
+        (o, e, false)
+    };
     let snap = tl.snapshot();
     let record = RequestRecord {
         request_id: snap.request_id,
@@ -234,6 +491,8 @@ async fn one_request(ctx: &Ctx, b: &Block, scheduled: Option<Nanos>) -> Option<L
         error: err.as_ref().map(ToString::to_string),
         events: snap.events,
         outcome,
+        variant: b.variant,
+        cut_at_first_token: was_cut,
     };
     let _ = ctx.tx.send(RunEvent::Record(Box::new(record)));
     err

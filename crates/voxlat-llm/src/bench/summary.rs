@@ -1,6 +1,7 @@
 //! Per-cell aggregates, computed from the request records alone.
 
-use super::record::RequestRecord;
+use super::record::{RequestRecord, Variant};
+use super::server_view::ServerView;
 use crate::record::TokenSource;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -39,6 +40,22 @@ pub struct CellSummary {
     /// Numeric fields of server-reported timings (llama.cpp `timings`), summarized by name.
     pub server_timings: BTreeMap<String, Summary>,
     pub new_connections: usize,
+    /// The sweep point or probe step this cell measures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<Variant>,
+    /// First token → first answer token (reasoning models).
+    #[serde(default)]
+    pub thinking_ms: Option<Summary>,
+    #[serde(default)]
+    pub reasoning_tokens: Option<Summary>,
+    /// DNS and connect (TCP, plus TLS for https) of requests that opened a connection.
+    #[serde(default)]
+    pub dns_ms: Option<Summary>,
+    #[serde(default)]
+    pub connect_ms: Option<Summary>,
+    /// Server-reported queue/prefill/decode beside the client's TTFT.
+    #[serde(default)]
+    pub server_view: Option<ServerView>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -142,6 +159,19 @@ impl CellSummary {
                 .iter()
                 .filter(|r| r.outcome.connection.new_connection)
                 .count(),
+            variant: measured.first().and_then(|r| r.variant),
+            thinking_ms: summarize(&ok, errors, |r| {
+                r.thinking_ms()
+                    .filter(|&t| t > 0.0 || r.reasoning_tokens().is_some())
+            }),
+            reasoning_tokens: summarize(&ok, errors, |r| r.reasoning_tokens().map(|n| n as f64)),
+            dns_ms: summarize(&ok, errors, |r| {
+                r.outcome.connection.dns_ns.map(|n| n as f64 / 1e6)
+            }),
+            connect_ms: summarize(&ok, errors, |r| {
+                r.outcome.connection.connect_ns.map(|n| n as f64 / 1e6)
+            }),
+            server_view: ServerView::from_records(&ok),
         }
     }
 }
