@@ -23,6 +23,8 @@ struct Cli {
 enum Command {
     /// Benchmark an OpenAI-compatible streaming endpoint: TTFT, TPOT, ITL and E2E per cell.
     BenchLlm(Box<cmd::bench_llm::BenchLlmArgs>),
+    /// Compare two bench-llm results files: deltas per metric and percentile with significance, and an HTML report.
+    Compare(cmd::compare::CompareArgs),
     /// Replay scenario utterances through the full pipeline and report the latency breakdown.
     Replay(Box<cmd::replay::ReplayArgs>),
     /// Time each voice stage in isolation (VAD, Whisper, Piper) and under thread contention.
@@ -49,6 +51,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::BenchLlm(args) => cmd::bench_llm::run(*args),
+        Command::Compare(args) => cmd::compare::run(args),
         Command::Replay(args) => cmd::replay::run(*args),
         Command::Report(args) => cmd::report::run(args),
         Command::Annotate(args) => cmd::annotate::run(args),

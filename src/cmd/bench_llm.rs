@@ -450,6 +450,13 @@ pub fn run(args: BenchLlmArgs) -> Result<ExitCode> {
             println!("Client CPU: {cpu:.2} ms per request ({} requests).", results.client.requests);
         }
         println!("Results: {}{}", writer.path().display(), if interrupted { " (interrupted)" } else { "" });
+        let html_path = writer.path().with_extension("html");
+        let label = html_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let report = bench::html::render(&[(label, results)]);
+        match voxlat_core::fsio::write_atomic(&html_path, report.as_bytes()) {
+            Ok(()) => println!("Report: {} (TTFT histogram and CDF per cell, sweep curves)", html_path.display()),
+            Err(e) => eprintln!("warning: cannot write the HTML report: {e}"),
+        }
         if let Some(e) = run_error {
             bail!("{e}");
         }

@@ -1,5 +1,6 @@
 pub mod annotate;
 pub mod bench_llm;
+pub mod compare;
 pub mod bench_stages;
 pub mod models;
 pub mod replay;

@@ -5,8 +5,10 @@
 //! [`CellSummary`] is derived from those records and nothing else.
 
 pub mod analysis;
+pub mod compare;
 pub mod config;
 pub mod fit;
+pub mod html;
 pub mod prompt;
 pub mod record;
 pub mod results;
