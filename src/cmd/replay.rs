@@ -11,7 +11,6 @@ use std::time::Duration;
 use voxlat_core::threads::ThreadBudget;
 use voxlat_llm::config::Settings;
 use voxlat_llm::{ClientOptions, LlmClient, Message};
-use voxlat_pipeline::record::TurnOutcome;
 use voxlat_pipeline::results::{ReplayResults, ResultsWriter};
 use voxlat_pipeline::workers::{AsrWorker, TtsWorker};
 use voxlat_pipeline::{LoadedTurn, Pipeline, PipelineConfig, Scenario};
@@ -380,7 +379,6 @@ pub fn print_report(r: &ReplayResults) {
         a.wer_mean.map(|w| format!("{:.1}%", w * 100.0)).unwrap_or_else(|| "-".into())
     );
     println!("{}", r.timing_note);
-    let _ = TurnOutcome::Ok;
 }
 
 fn sweep(args: &ReplayArgs, turns: &[LoadedTurn], base: &EndpointerConfig) -> Result<ExitCode> {

@@ -75,6 +75,6 @@ mod tests {
         let mut d = WebRtcDetector::new(2, 20).unwrap();
         assert!(matches!(d.is_voice(&[]), Err(VadError::Frame(0))));
         assert!(matches!(d.is_voice(&[0.0; 100]), Err(VadError::Frame(100))));
-        assert_eq!(d.is_voice(&[0.0; 320]).unwrap(), false);
+        assert!(!d.is_voice(&[0.0; 320]).unwrap());
     }
 }

@@ -120,7 +120,7 @@ fn start_and_end_match_the_annotation_within_a_frame_plus_the_vad_lag() {
         // speech end by the VAD's lag.
         let decided = at.signed_since(end);
         assert!(
-            decided >= 600_000_000 && decided <= 600_000_000 + OFFSET_LAG_NS + FRAME_NS,
+            (600_000_000..=600_000_000 + OFFSET_LAG_NS + FRAME_NS).contains(&decided),
             "{clip}: endpoint {decided} ns after speech end"
         );
     }
