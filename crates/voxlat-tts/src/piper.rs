@@ -28,6 +28,30 @@ pub struct VoiceOptions {
     pub speaker: i64,
     /// Silence between the sentences of one [`Voice::synthesize`] call (Piper's default).
     pub sentence_silence: Duration,
+    /// ONNX Runtime graph optimization. Measured here (`benches/tts.rs`), it changes session
+    /// creation time (about 125 ms disabled, 240 ms basic, 470 ms all) but not synthesis speed,
+    /// so the default is to skip it.
+    pub optimization: Optimization,
+}
+
+/// ONNX Runtime's graph optimization levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Optimization {
+    Disable,
+    Basic,
+    Extended,
+    All,
+}
+
+impl Optimization {
+    fn level(self) -> GraphOptimizationLevel {
+        match self {
+            Optimization::Disable => GraphOptimizationLevel::Disable,
+            Optimization::Basic => GraphOptimizationLevel::Level1,
+            Optimization::Extended => GraphOptimizationLevel::Level2,
+            Optimization::All => GraphOptimizationLevel::All,
+        }
+    }
 }
 
 impl Default for VoiceOptions {
@@ -37,6 +61,7 @@ impl Default for VoiceOptions {
             runtime: None,
             speaker: 0,
             sentence_silence: Duration::from_millis(200),
+            optimization: Optimization::Disable,
         }
     }
 }
@@ -148,9 +173,7 @@ impl Voice {
             .map_err(|e| session_err(e.to_string()))?
             .with_inter_op_spinning(false)
             .map_err(|e| session_err(e.to_string()))?
-            // The optimization level changed session creation time (140–420 ms) but nothing
-            // else measurable; see the benchmark.
-            .with_optimization_level(GraphOptimizationLevel::Level1)
+            .with_optimization_level(options.optimization.level())
             .map_err(|e| session_err(e.to_string()))?
             .commit_from_file(model)
             .map_err(|e| session_err(e.to_string()))?;
