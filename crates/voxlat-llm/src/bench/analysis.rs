@@ -455,22 +455,29 @@ pub fn analyze(cells: &[CellSummary], requests: &[RequestRecord], client: &Clien
             .fold(0.0, f64::max);
         let at_max = fit.predict_ms(xmax);
         let prompt_part = fit.slope_ms_per_1k * xmax / 1000.0;
-        if s.load == "c=1"
-            && fit.r2 >= FIT_MIN_R2
-            && share(prompt_part, at_max) >= PREFILL_MIN_SHARE
-        {
+        // A negative intercept means cost grows faster than linearly (attention over long
+        // contexts); the prompt then accounts for all of TTFT at the largest point.
+        let prompt_share = share(prompt_part, at_max).min(1.0);
+        if s.load == "c=1" && fit.r2 >= FIT_MIN_R2 && prompt_share >= PREFILL_MIN_SHARE {
             prefill_found = true;
+            let fixed = if fit.intercept_ms < 0.0 {
+                format!(
+                    "the intercept is below zero ({:.0} ms): prefill grows faster than linearly",
+                    fit.intercept_ms
+                )
+            } else {
+                format!("the fixed cost is {:.0} ms", fit.intercept_ms)
+            };
             f.push(Finding {
                 cause: Cause::Prefill,
                 evidence: format!(
-                    "{} {}: TTFT grows {:.1} ms per 1k prompt tokens (R² {:.2}); at {xmax:.0} tokens \
-                     prefill is {:.0}% of TTFT, the fixed cost {:.0} ms",
+                    "{} {}: TTFT grows {:.1} ms per 1k prompt tokens (R² {:.3}); at {xmax:.0} tokens \
+                     the prompt-dependent part is {:.0}% of TTFT; {fixed}",
                     s.model,
                     s.load,
                     fit.slope_ms_per_1k,
                     fit.r2,
-                    share(prompt_part, at_max) * 100.0,
-                    fit.intercept_ms
+                    prompt_share * 100.0,
                 ),
                 advice: "prompt processing dominates: put stable content first and enable prefix \
                          caching, shorten the context, or use a faster prefill (GPU, smaller model)"
