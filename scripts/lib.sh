@@ -31,7 +31,13 @@ install_system_packages() {
 
 ensure_rust() {
   if ! command -v cargo >/dev/null 2>&1; then
-    echo "cargo is not installed: install Rust from https://rustup.rs (rustc 1.85 or newer), then run this again." >&2
+    echo "cargo is not installed: install Rust from https://rustup.rs (rustc 1.92 or newer), then run this again." >&2
+    exit 1
+  fi
+  local v
+  v=$(rustc --version | awk '{print $2}')
+  if [[ "$(printf '%s\n1.92.0\n' "$v" | sort -V | head -n1)" != "1.92.0" ]]; then
+    echo "rustc $v is too old: voxlat needs 1.92 or newer (ort 2.0 does). Run \`rustup update stable\`." >&2
     exit 1
   fi
 }
