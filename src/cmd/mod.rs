@@ -11,6 +11,23 @@ pub mod table;
 pub mod transcribe;
 pub mod vad;
 
+/// Reads a WAV at the pipeline's rate for a command that goes through several files: a file
+/// that cannot be read is reported on stderr (and `None` returned) so the others still run.
+pub fn read_wav_reporting(file: &std::path::Path) -> Option<voxlat_audio::wav::Decoded> {
+    match voxlat_audio::wav::read_at(file, voxlat_audio::PIPELINE_RATE) {
+        Ok(d) => {
+            for w in &d.warnings {
+                eprintln!("warning: {w}");
+            }
+            Some(d)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            None
+        }
+    }
+}
+
 /// Logs go to stderr, off unless `RUST_LOG` asks for them: stdout is for results.
 pub fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()

@@ -44,17 +44,10 @@ pub fn run(args: TranscribeArgs) -> Result<ExitCode> {
     );
     let mut failed = 0;
     for file in &args.files {
-        let decoded = match voxlat_audio::wav::read_at(file, 16_000) {
-            Ok(d) => d,
-            Err(e) => {
-                eprintln!("error: {e}");
-                failed += 1;
-                continue;
-            }
+        let Some(decoded) = super::read_wav_reporting(file) else {
+            failed += 1;
+            continue;
         };
-        for w in &decoded.warnings {
-            eprintln!("warning: {w}");
-        }
         match engine.transcribe(&decoded.audio.samples) {
             Ok(t) => {
                 let note = t

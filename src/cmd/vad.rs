@@ -44,17 +44,10 @@ pub fn run(args: VadArgs) -> Result<ExitCode> {
     };
     let mut failed = 0;
     for file in &args.files {
-        let decoded = match voxlat_audio::wav::read_at(file, 16_000) {
-            Ok(d) => d,
-            Err(e) => {
-                eprintln!("error: {e}");
-                failed += 1;
-                continue;
-            }
+        let Some(decoded) = super::read_wav_reporting(file) else {
+            failed += 1;
+            continue;
         };
-        for w in &decoded.warnings {
-            eprintln!("warning: {w}");
-        }
         let mut ep = Endpointer::new(cfg.clone(), WebRtcDetector::new(cfg.mode, cfg.frame_ms)?)?;
         println!("{} ({:.2} s):", file.display(), decoded.audio.duration_s());
         let samples = &decoded.audio.samples;
