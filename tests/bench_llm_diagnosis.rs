@@ -121,7 +121,7 @@ async fn prompt_sweep_fits_the_servers_prefill_line_and_diagnoses_prefill() {
     assert!((slope - 50.0).abs() < 5.0, "slope {slope}\n{}", r.text());
     // The client and loopback add a little to the fixed cost, never take from it.
     assert!(
-        (18.0..32.0).contains(&intercept),
+        (18.0..40.0).contains(&intercept),
         "intercept {intercept}\n{}",
         r.text()
     );
@@ -186,8 +186,9 @@ async fn a_bimodal_queue_is_diagnosed_as_queueing_not_prefill() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_steady_server_gets_no_queueing_or_prefill_diagnosis() {
+    // 40 ms, so a scheduling hiccup on a busy machine cannot make a 3x tail by itself.
     let s = Builder::fixed(Script {
-        ttft: ms(15.0),
+        ttft: ms(40.0),
         ..Script::with_tokens(2)
     })
     .start()
@@ -326,7 +327,7 @@ async fn max_tokens_sweep_flags_ttft_that_grows_with_max_tokens() {
         "--sweep",
         "max-tokens=16,4000",
         "--requests",
-        "3",
+        "5",
         "--warmup",
         "0",
     ];
@@ -351,7 +352,7 @@ async fn max_tokens_sweep_flags_ttft_that_grows_with_max_tokens() {
     assert!(maxes.contains(&16) && maxes.contains(&4000), "{maxes:?}");
 
     let s = Builder::fixed(Script {
-        ttft: ms(20.0),
+        ttft: ms(40.0),
         ..Script::with_tokens(40)
     })
     .start()
