@@ -31,7 +31,8 @@ fn normal_cdf(x: f64) -> f64 {
     let t = 1.0 / (1.0 + 0.327_591_1 * z);
     let poly = t
         * (0.254_829_592
-            + t * (-0.284_496_736 + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+            + t * (-0.284_496_736
+                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
     let erf = 1.0 - poly * (-z * z).exp();
     if x >= 0.0 {
         0.5 * (1.0 + erf)
@@ -83,8 +84,11 @@ pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
     Some(MannWhitney { u, z, p })
 }
 
+/// A per-request figure, e.g. [`RequestRecord::ttft_ms`].
+pub type Figure = fn(&RequestRecord) -> Option<f64>;
+
 /// The metrics compared, with the per-request figure each is made of.
-pub const METRICS: [(&str, fn(&RequestRecord) -> Option<f64>); 5] = [
+pub const METRICS: [(&str, Figure); 5] = [
     ("TTFT", RequestRecord::ttft_ms),
     ("first answer", RequestRecord::ttfat_ms),
     ("TTFB", RequestRecord::ttfb_ms),
@@ -114,7 +118,7 @@ pub struct CellComparison {
 }
 
 /// Measured, successful samples of one metric in one cell.
-pub fn samples(r: &BenchResults, cell: &str, f: fn(&RequestRecord) -> Option<f64>) -> Vec<f64> {
+pub fn samples(r: &BenchResults, cell: &str, f: Figure) -> Vec<f64> {
     r.requests
         .iter()
         .filter(|q| q.cell == cell && !q.warmup && q.ok())
@@ -133,7 +137,11 @@ pub fn compare(a: &BenchResults, b: &BenchResults) -> Vec<CellComparison> {
         .map(|n| (*n, *n))
         .collect();
     if pairs.is_empty() && names_a.len() == names_b.len() {
-        pairs = names_a.iter().copied().zip(names_b.iter().copied()).collect();
+        pairs = names_a
+            .iter()
+            .copied()
+            .zip(names_b.iter().copied())
+            .collect();
     }
     pairs
         .into_iter()

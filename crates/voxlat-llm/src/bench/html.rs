@@ -102,7 +102,11 @@ fn svg_open(out: &mut String, title: &str) {
 }
 
 fn svg_close(out: &mut String, caption: &str) {
-    let _ = write!(out, "</svg><figcaption>{}</figcaption></figure>", esc(caption));
+    let _ = write!(
+        out,
+        "</svg><figcaption>{}</figcaption></figure>",
+        esc(caption)
+    );
 }
 
 fn histogram(out: &mut String, series: &[(String, Vec<f64>)]) {
@@ -281,11 +285,7 @@ pub fn render(runs: &[(String, &BenchResults)]) -> String {
     let labels: Vec<&str> = runs.iter().map(|(l, _)| l.as_str()).collect();
     legend(&mut out, &labels);
     for (label, r) in runs {
-        let _ = write!(
-            out,
-            "<h3>{}: diagnosis</h3><ul>",
-            esc(label)
-        );
+        let _ = write!(out, "<h3>{}: diagnosis</h3><ul>", esc(label));
         if r.analysis.findings.is_empty() {
             out.push_str("<li>nothing stands out</li>");
         }
@@ -323,7 +323,12 @@ pub fn render(runs: &[(String, &BenchResults)]) -> String {
             .iter()
             .map(|(l, v)| format!("{} n={}", l, v.len()))
             .collect();
-        let _ = write!(out, "<h2>{}</h2><p>{}</p>", esc(cell), esc(&counts.join(", ")));
+        let _ = write!(
+            out,
+            "<h2>{}</h2><p>{}</p>",
+            esc(cell),
+            esc(&counts.join(", "))
+        );
         histogram(&mut out, &series);
         cdf(&mut out, &series);
     }
