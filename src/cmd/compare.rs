@@ -56,8 +56,16 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
     if pairs.is_empty() {
         println!(
             "no cell in common (A: {}; B: {})",
-            a.cells.iter().map(|c| c.cell.as_str()).collect::<Vec<_>>().join(", "),
-            b.cells.iter().map(|c| c.cell.as_str()).collect::<Vec<_>>().join(", ")
+            a.cells
+                .iter()
+                .map(|c| c.cell.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            b.cells
+                .iter()
+                .map(|c| c.cell.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     for p in &pairs {
@@ -67,7 +75,16 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
             format!("{} (A) vs {} (B)", p.cell_a, p.cell_b)
         };
         println!("\n{title}:");
-        let mut t = Table::new(&["ms", "stat", "A", "B", "B-A", "B/A", "n A/B", "Mann-Whitney"]);
+        let mut t = Table::new(&[
+            "ms",
+            "stat",
+            "A",
+            "B",
+            "B-A",
+            "B/A",
+            "n A/B",
+            "Mann-Whitney",
+        ]);
         for m in &p.metrics {
             for (i, (stat, va, vb)) in [
                 ("p50", m.a.p50, m.b.p50),
@@ -92,7 +109,11 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
                     _ => String::new(),
                 };
                 t.row(vec![
-                    if i == 0 { m.metric.clone() } else { String::new() },
+                    if i == 0 {
+                        m.metric.clone()
+                    } else {
+                        String::new()
+                    },
                     stat.into(),
                     format!("{va:.1}"),
                     format!("{vb:.1}"),
@@ -120,7 +141,10 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
         args.b
             .with_file_name(format!("{}-vs-{}.html", stem(&args.b), stem(&args.a)))
     });
-    let report = html::render(&[(format!("A: {}", stem(&args.a)), &a), (format!("B: {}", stem(&args.b)), &b)]);
+    let report = html::render(&[
+        (format!("A: {}", stem(&args.a)), &a),
+        (format!("B: {}", stem(&args.b)), &b),
+    ]);
     voxlat_core::fsio::write_atomic(&html_path, report.as_bytes())
         .with_context(|| format!("cannot write the HTML report {}", html_path.display()))?;
     println!("HTML report: {}", html_path.display());
