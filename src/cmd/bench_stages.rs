@@ -112,6 +112,27 @@ pub fn run(args: BenchStagesArgs) -> Result<ExitCode> {
         &Summary::from_samples(&fps, 0).unwrap_or_else(|| unreachable!()),
         "frames/s",
     );
+    let silero = store.ready_path("silero-vad", "silero_vad.onnx")?;
+    let mut sv = voxlat_vad::silero::SileroDetector::new(&silero, &runtime, 0.5)?;
+    let sframes = speech.len() / 512;
+    let mut sfps = Vec::new();
+    for _ in 0..n {
+        sv.reset();
+        let t0 = Instant::now();
+        for f in speech.chunks_exact(512) {
+            std::hint::black_box(sv.is_voice(f)?);
+        }
+        sfps.push(sframes as f64 / t0.elapsed().as_secs_f64());
+    }
+    if let Some(s) = Summary::from_samples(&sfps, 0) {
+        row(
+            &mut t,
+            "vad",
+            "silero 32 ms frames per second (1 thread)",
+            &s,
+            "frames/s",
+        );
+    }
 
     // ASR by utterance length.
     let budget = voxlat_core::threads::ThreadBudget::detect();

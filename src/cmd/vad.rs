@@ -5,7 +5,7 @@ use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use voxlat_core::Nanos;
-use voxlat_vad::{Endpointer, EndpointerConfig, VadEvent, WebRtcDetector};
+use voxlat_vad::{Endpointer, EndpointerConfig, VadEvent, VoiceDetector, WebRtcDetector};
 
 /// Prints speech segments and endpoint decisions (provisional ends, retractions, endpoints)
 /// for WAV files, with times in seconds of audio. Files are resampled to 16 kHz mono.
@@ -22,6 +22,13 @@ pub struct VadArgs {
     /// Silence (ms) after which a provisional end is emitted; 0 disables speculation.
     #[arg(long, default_value_t = 200)]
     pub provisional: u32,
+    /// The frame classifier: webrtc (webrtc-vad, 20 ms frames) or silero (Silero VAD on ONNX
+    /// Runtime, 32 ms frames; needs `voxlat models fetch silero-vad onnxruntime`).
+    #[arg(long, default_value = "webrtc", value_parser = ["webrtc", "silero"])]
+    pub engine: String,
+    /// Silero's speech-probability threshold.
+    #[arg(long, default_value_t = 0.5)]
+    pub threshold: f32,
     /// Shortest voiced run (ms) that starts a turn.
     #[arg(long, default_value_t = 60)]
     pub min_speech: u32,
@@ -48,7 +55,20 @@ pub fn run(args: VadArgs) -> Result<ExitCode> {
             failed += 1;
             continue;
         };
-        let mut ep = Endpointer::new(cfg.clone(), WebRtcDetector::new(cfg.mode, cfg.frame_ms)?)?;
+        let detector: Box<dyn VoiceDetector> = match args.engine.as_str() {
+            "silero" => {
+                let store = voxlat_models::Store::open_default(None)?;
+                let model = store.ready_path("silero-vad", "silero_vad.onnx")?;
+                let runtime = store.ready_path("onnxruntime", "libonnxruntime.so.1.32.0")?;
+                Box::new(voxlat_vad::silero::SileroDetector::new(
+                    &model,
+                    &runtime,
+                    args.threshold,
+                )?)
+            }
+            _ => Box::new(WebRtcDetector::new(cfg.mode, cfg.frame_ms)?),
+        };
+        let mut ep = Endpointer::new(cfg.clone(), detector)?;
         println!("{} ({:.2} s):", file.display(), decoded.audio.duration_s());
         let samples = &decoded.audio.samples;
         let mut events = Vec::new();

@@ -7,56 +7,30 @@
 use crate::error::TtsError;
 use ort::environment::Environment;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use voxlat_onnx::OnnxError;
 
 /// Environment variable naming the ONNX Runtime library (the same one `ort` itself reads).
 pub const DYLIB_ENV: &str = "ORT_DYLIB_PATH";
 
-struct Loaded {
-    path: PathBuf,
-    env: Environment,
-}
-
-static RUNTIME: Mutex<Option<Loaded>> = Mutex::new(None);
-
-/// The process's ONNX Runtime environment, loading the library on first use.
+/// The process's ONNX Runtime environment (shared with every other ONNX stage through
+/// `voxlat-onnx`), loading the library on first use.
 ///
 /// Returns the environment, the library's path, and how long this call spent loading it
 /// (zero when it was already loaded). A second, different explicit path is an error: a
 /// process can hold only one ONNX Runtime.
 pub fn environment(explicit: Option<&Path>) -> Result<(Environment, PathBuf, Duration), TtsError> {
-    let mut guard = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(loaded) = guard.as_ref() {
-        if let Some(requested) = explicit {
-            if !same_file(requested, &loaded.path) {
-                return Err(TtsError::RuntimeConflict {
-                    loaded: loaded.path.clone(),
-                    requested: requested.to_path_buf(),
-                });
-            }
-        }
-        return Ok((loaded.env.clone(), loaded.path.clone(), Duration::ZERO));
-    }
-    let path = resolve(explicit)?;
-    if !path.is_file() {
-        return Err(TtsError::RuntimeMissing { path });
-    }
-    let start = Instant::now();
-    let load_err = |detail: String| TtsError::RuntimeLoad {
-        path: path.clone(),
-        detail,
+    let path = match (explicit, voxlat_onnx::loaded_path()) {
+        (None, Some(loaded)) => loaded,
+        _ => resolve(explicit)?,
     };
-    let env = ort::init_from(&path)
-        .map_err(|e| load_err(e.to_string()))?
-        .with_name("voxlat")
-        .build()
-        .map_err(|e| load_err(e.to_string()))?;
-    let took = start.elapsed();
-    *guard = Some(Loaded {
-        path: path.clone(),
-        env: env.clone(),
-    });
+    let (env, took) = voxlat_onnx::environment(&path).map_err(|e| match e {
+        OnnxError::Missing { path } => TtsError::RuntimeMissing { path },
+        OnnxError::Load { path, detail } => TtsError::RuntimeLoad { path, detail },
+        OnnxError::Conflict { loaded, requested } => {
+            TtsError::RuntimeConflict { loaded, requested }
+        }
+    })?;
     Ok((env, path, took))
 }
 
@@ -83,11 +57,4 @@ fn from_cache() -> Result<PathBuf, TtsError> {
         what: "ONNX Runtime",
         detail: format!("no path given; set {DYLIB_ENV} to a libonnxruntime.so (1.24 or newer)"),
     })
-}
-
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (a.canonicalize(), b.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => a == b,
-    }
 }

@@ -61,6 +61,21 @@ impl VoiceDetector for WebRtcDetector {
     }
 }
 
+/// So callers can pick an engine at run time.
+impl VoiceDetector for Box<dyn VoiceDetector> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+
+    fn frame_samples(&self) -> usize {
+        (**self).frame_samples()
+    }
+
+    fn is_voice(&mut self, frame: &[f32]) -> Result<bool, VadError> {
+        (**self).is_voice(frame)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,8 @@
 pub mod annotate;
 pub mod detector;
 pub mod endpointer;
+#[cfg(feature = "silero")]
+pub mod silero;
 
 pub use detector::{VoiceDetector, WebRtcDetector};
 pub use endpointer::{Endpointer, EndpointerConfig, VadEvent};
@@ -25,4 +27,9 @@ pub enum VadError {
     Frame(usize),
     #[error("invalid endpointer setting: {0}")]
     Config(String),
+    #[error("Silero VAD model {path}: {detail}. Run `voxlat models fetch silero-vad`")]
+    Silero {
+        path: std::path::PathBuf,
+        detail: String,
+    },
 }

@@ -1,0 +1,81 @@
+//! ONNX Runtime, loaded once per process from a shared library (`ort`'s `load-dynamic`).
+//!
+//! Debian has no ONNX Runtime and ort's build script would download one, so the library is a
+//! file fetched into the models cache. Both Piper (TTS) and Silero (VAD) run on it, and a
+//! process can hold only one ONNX Runtime, so the loading lives here rather than in either
+//! stage.
+
+use ort::environment::Environment;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, thiserror::Error)]
+pub enum OnnxError {
+    #[error("ONNX Runtime library {path} does not exist. Run `voxlat models fetch onnxruntime`, or set ORT_DYLIB_PATH to a libonnxruntime.so of version 1.24 or newer")]
+    Missing { path: PathBuf },
+    #[error("cannot load ONNX Runtime from {path}: {detail}. Run `voxlat models fetch onnxruntime`, or set ORT_DYLIB_PATH to a libonnxruntime.so of version 1.24 or newer")]
+    Load { path: PathBuf, detail: String },
+    #[error("ONNX Runtime was already loaded from {loaded} in this process; it cannot also be loaded from {requested}. Use one library per process")]
+    Conflict { loaded: PathBuf, requested: PathBuf },
+}
+
+struct Loaded {
+    path: PathBuf,
+    env: Environment,
+}
+
+static RUNTIME: Mutex<Option<Loaded>> = Mutex::new(None);
+
+/// The process's ONNX Runtime environment, loading `path` on first use. Returns it and how
+/// long this call spent loading the library (zero when it was already loaded). A second,
+/// different path is an error.
+pub fn environment(path: &Path) -> Result<(Environment, Duration), OnnxError> {
+    let mut guard = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(loaded) = guard.as_ref() {
+        if !same_file(path, &loaded.path) {
+            return Err(OnnxError::Conflict {
+                loaded: loaded.path.clone(),
+                requested: path.to_path_buf(),
+            });
+        }
+        return Ok((loaded.env.clone(), Duration::ZERO));
+    }
+    if !path.is_file() {
+        return Err(OnnxError::Missing {
+            path: path.to_path_buf(),
+        });
+    }
+    let start = Instant::now();
+    let load_err = |detail: String| OnnxError::Load {
+        path: path.to_path_buf(),
+        detail,
+    };
+    let env = ort::init_from(path)
+        .map_err(|e| load_err(e.to_string()))?
+        .with_name("voxlat")
+        .build()
+        .map_err(|e| load_err(e.to_string()))?;
+    let took = start.elapsed();
+    *guard = Some(Loaded {
+        path: path.to_path_buf(),
+        env: env.clone(),
+    });
+    Ok((env, took))
+}
+
+/// The library loaded so far, if any.
+pub fn loaded_path() -> Option<PathBuf> {
+    RUNTIME
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .map(|l| l.path.clone())
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}

@@ -1,0 +1,116 @@
+//! Silero VAD (the neural VAD the leading voice frameworks use) behind the same trait as
+//! webrtc-vad, on ONNX Runtime. It takes 32 ms frames (512 samples at 16 kHz) plus the last
+//! 64 samples of the previous frame as context, and carries a recurrent state between calls.
+
+use crate::detector::VoiceDetector;
+use crate::VadError;
+use ort::session::Session;
+use ort::value::Tensor;
+use std::path::{Path, PathBuf};
+
+const FRAME: usize = 512;
+const CONTEXT: usize = 64;
+const STATE: usize = 2 * 128;
+
+pub struct SileroDetector {
+    session: Session,
+    path: PathBuf,
+    threshold: f32,
+    context: Vec<f32>,
+    state: Vec<f32>,
+    input: Vec<f32>,
+    /// The last frame's speech probability.
+    pub last_probability: f32,
+}
+
+impl SileroDetector {
+    /// `runtime` is the ONNX Runtime library (loaded once per process); `threshold` the
+    /// speech probability above which a frame is voiced (Silero's default is 0.5).
+    pub fn new(model: &Path, runtime: &Path, threshold: f32) -> Result<SileroDetector, VadError> {
+        let err = |detail: String| VadError::Silero {
+            path: model.to_path_buf(),
+            detail,
+        };
+        if !model.is_file() {
+            return Err(err("file not found".into()));
+        }
+        let (env, _) = voxlat_onnx::environment(runtime).map_err(|e| err(e.to_string()))?;
+        let e = |x: &dyn std::fmt::Display| err(x.to_string());
+        let session = Session::builder(&env)
+            .map_err(|x| e(&x))?
+            .with_intra_threads(1)
+            .map_err(|x| e(&x))?
+            .with_inter_threads(1)
+            .map_err(|x| e(&x))?
+            // It shares the cores with ASR and TTS: never spin.
+            .with_intra_op_spinning(false)
+            .map_err(|x| e(&x))?
+            .with_inter_op_spinning(false)
+            .map_err(|x| e(&x))?
+            .commit_from_file(model)
+            .map_err(|x| e(&x))?;
+        Ok(SileroDetector {
+            session,
+            path: model.to_path_buf(),
+            threshold,
+            context: vec![0.0; CONTEXT],
+            state: vec![0.0; STATE],
+            input: Vec::with_capacity(CONTEXT + FRAME),
+            last_probability: 0.0,
+        })
+    }
+
+    /// Forgets the recurrent state (between unrelated recordings).
+    pub fn reset(&mut self) {
+        self.context.iter_mut().for_each(|v| *v = 0.0);
+        self.state.iter_mut().for_each(|v| *v = 0.0);
+    }
+
+    fn infer(&mut self, frame: &[f32]) -> Result<f32, String> {
+        self.input.clear();
+        self.input.extend_from_slice(&self.context);
+        self.input.extend_from_slice(frame);
+        let input = Tensor::from_array(([1usize, CONTEXT + FRAME], self.input.clone()))
+            .map_err(|e| e.to_string())?;
+        let state = Tensor::from_array(([2usize, 1, 128], self.state.clone()))
+            .map_err(|e| e.to_string())?;
+        let sr = Tensor::from_array(([1usize], vec![16_000i64])).map_err(|e| e.to_string())?;
+        let outputs = self
+            .session
+            .run(ort::inputs!["input" => input, "state" => state, "sr" => sr])
+            .map_err(|e| e.to_string())?;
+        let (_, prob) = outputs["output"]
+            .try_extract_tensor::<f32>()
+            .map_err(|e| e.to_string())?;
+        let (_, new_state) = outputs["stateN"]
+            .try_extract_tensor::<f32>()
+            .map_err(|e| e.to_string())?;
+        if new_state.len() == STATE {
+            self.state.copy_from_slice(new_state);
+        }
+        self.context.copy_from_slice(&frame[FRAME - CONTEXT..]);
+        prob.first().copied().ok_or_else(|| "no output".into())
+    }
+}
+
+impl VoiceDetector for SileroDetector {
+    fn name(&self) -> &'static str {
+        "silero"
+    }
+
+    fn frame_samples(&self) -> usize {
+        FRAME
+    }
+
+    fn is_voice(&mut self, frame: &[f32]) -> Result<bool, VadError> {
+        if frame.len() != FRAME {
+            return Err(VadError::Frame(frame.len()));
+        }
+        let p = self.infer(frame).map_err(|detail| VadError::Silero {
+            path: self.path.clone(),
+            detail,
+        })?;
+        self.last_probability = p;
+        Ok(p >= self.threshold)
+    }
+}
