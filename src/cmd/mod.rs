@@ -1,7 +1,7 @@
 pub mod annotate;
 pub mod bench_llm;
-pub mod compare;
 pub mod bench_stages;
+pub mod compare;
 pub mod models;
 pub mod replay;
 pub mod report;
