@@ -23,6 +23,14 @@ for name in privacy-prompt tt-weasels agent-alreadyon conf-getpin auth-thankyou;
   cp "$tmp/x/usr/share/asterisk/sounds/en_US_f_Allison/$name.wav" "$out/real-$name.wav"
 done
 
+# Real speech with a pause inside one turn (two prompts joined by silence), for the
+# endpointing sweep: a short hangover cuts the speaker off at the pause.
+pause() { # out first second pause_seconds
+  sox "$out/real-$2.wav" -p pad 0 "$4" | sox - "$out/real-$3.wav" -r 8000 -b 16 -c 1 "$out/real-pause-$1.wav"
+}
+pause 450ms tt-weasels conf-getpin 0.45
+pause 300ms privacy-prompt conf-getpin 0.30
+
 synth() { # name text
   espeak-ng -v en-us -s 165 -w "$tmp/$1.raw.wav" "$2"
   sox "$tmp/$1.raw.wav" -r 16000 -c 1 -b 16 "$out/synthetic-$1.wav"
