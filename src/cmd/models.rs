@@ -54,6 +54,12 @@ pub fn run(args: ModelsArgs) -> Result<ExitCode> {
         Some(dir) => Store::new(manifest, dir),
         None => Store::open_default(Some(manifest))?,
     };
+    // The one conversion the manifest names; registered here so that the models crate (and
+    // the LLM server, which uses it for paths) never links whisper.cpp.
+    store.converters.insert(
+        voxlat_models::CT2_WHISPER_GGML.to_string(),
+        voxlat_asr::convert::convert_inputs,
+    );
     match args.command {
         ModelsCommand::Fetch {
             names,

@@ -317,6 +317,7 @@ pub fn print_report(r: &ReplayResults) {
         "turn",
         "transcript",
         "WER",
+        "reply starts",
         "endpt",
         "asr",
         "ttft",
@@ -333,6 +334,13 @@ pub fn print_report(r: &ReplayResults) {
             rec.wer
                 .map(|w| format!("{:.0}%", w * 100.0))
                 .unwrap_or_default(),
+            rec.error
+                .as_deref()
+                .map(|e| format!("error: {e}"))
+                .unwrap_or_else(|| rec.reply_text.clone())
+                .chars()
+                .take(28)
+                .collect(),
         ];
         match &rec.breakdown {
             Some(b) => {

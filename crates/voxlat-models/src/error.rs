@@ -103,10 +103,10 @@ pub enum SourceError {
     MissingMember { member: String, archive: String },
     #[error("cannot read archive {archive}: {detail}")]
     Archive { archive: String, detail: String },
-    #[error("unknown converter `{0}`")]
+    #[error("this program has no `{0}` converter registered (the `voxlat` CLI has it)")]
     UnknownConverter(String),
     #[error("conversion failed: {0}")]
-    Convert(#[from] voxlat_asr::convert::ConvertError),
+    Convert(String),
     #[error("cannot {action} {path}: {source}")]
     Io {
         action: &'static str,

@@ -249,7 +249,7 @@ impl Store {
                     extract_all(&archives, &want)?;
                     let dest = out_dir.join(file);
                     step(&format!("converting with {converter}"));
-                    convert(converter, &want, &dest)?;
+                    self.convert(converter, &want, &dest)?;
                     outputs.insert(file.to_string(), dest);
                 }
             }
@@ -357,30 +357,17 @@ fn extract_all(archives: &[PathBuf], want: &BTreeMap<String, PathBuf>) -> Result
     Ok(())
 }
 
-fn convert(
-    converter: &str,
-    inputs: &BTreeMap<String, PathBuf>,
-    dest: &Path,
-) -> Result<(), SourceError> {
-    match converter {
-        CT2_WHISPER_GGML => {
-            let find = |suffix: &str| {
-                inputs
-                    .iter()
-                    .find(|(m, _)| m.ends_with(suffix))
-                    .map(|(_, p)| p.clone())
-                    .ok_or_else(|| SourceError::MissingMember {
-                        member: format!("*{suffix}"),
-                        archive: "the converter's inputs".into(),
-                    })
-            };
-            voxlat_asr::convert::convert_files(
-                &find("model.bin")?,
-                &find("vocabulary.txt")?,
-                dest,
-            )?;
-            Ok(())
-        }
-        other => Err(SourceError::UnknownConverter(other.to_string())),
+impl Store {
+    fn convert(
+        &self,
+        converter: &str,
+        inputs: &BTreeMap<String, PathBuf>,
+        dest: &Path,
+    ) -> Result<(), SourceError> {
+        let f = self
+            .converters
+            .get(converter)
+            .ok_or_else(|| SourceError::UnknownConverter(converter.to_string()))?;
+        f(inputs, dest).map_err(SourceError::Convert)
     }
 }

@@ -28,7 +28,7 @@ pub use http::HttpOptions;
 pub use manifest::{Manifest, Model, Role};
 pub use registry::Tools;
 pub use report::{Event, Quiet, Reporter};
-pub use store::{default_dir, Check, FileState, FileStatus, Store, DIR_ENV};
+pub use store::{default_dir, Check, ConvertFn, FileState, FileStatus, Store, DIR_ENV};
 
 /// Environment variable naming the LLM model to use instead of the manifest's default
 /// (e.g. `gemma-3-270m-it` for the instruction-tuned upstream model).

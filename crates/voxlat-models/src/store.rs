@@ -62,11 +62,19 @@ pub(crate) struct Stamp {
     pub trust_on_first_use: bool,
 }
 
+/// A converter named by the manifest (`convert = "…"`): the unpacked inputs by their path in
+/// the archive, and the file to write.
+pub type ConvertFn = fn(&std::collections::BTreeMap<String, PathBuf>, &Path) -> Result<(), String>;
+
 pub struct Store {
     pub(crate) dir: PathBuf,
     pub(crate) manifest: Manifest,
     pub http: HttpOptions,
     pub tools: Tools,
+    /// Converters by manifest name. Registered by the caller (the CLI registers the Whisper
+    /// CT2 → ggml one from voxlat-asr), so that this crate, and everything that only needs
+    /// model paths (the LLM server), does not link whisper.cpp.
+    pub converters: std::collections::HashMap<String, ConvertFn>,
 }
 
 fn mtime_ns(meta: &fs::Metadata) -> u64 {
@@ -83,6 +91,7 @@ impl Store {
             manifest,
             http: HttpOptions::default(),
             tools: Tools::default(),
+            converters: std::collections::HashMap::new(),
         }
     }
 

@@ -116,6 +116,25 @@ pub fn convert(
 
 /// File-to-file form of [`convert`]. `out` is written in place: callers that need atomicity
 /// pass a temporary path and rename it afterwards.
+/// The converter as the model manifest names it (`convert = "ct2-whisper-ggml"`): its inputs
+/// are the unpacked files keyed by their path in the package; the model and vocabulary are
+/// found by name.
+pub fn convert_inputs(
+    inputs: &std::collections::BTreeMap<String, std::path::PathBuf>,
+    out: &Path,
+) -> Result<(), String> {
+    let find = |suffix: &str| {
+        inputs
+            .iter()
+            .find(|(m, _)| m.ends_with(suffix))
+            .map(|(_, p)| p.clone())
+            .ok_or_else(|| format!("the converter's inputs have no *{suffix}"))
+    };
+    convert_files(&find("model.bin")?, &find("vocabulary.txt")?, out)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
 pub fn convert_files(
     model_bin: &Path,
     vocabulary: &Path,
