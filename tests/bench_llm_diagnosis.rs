@@ -419,6 +419,24 @@ async fn server_view_sets_server_timings_beside_client_ttft() {
     // Client TTFT ≈ 40 ms scripted; the server accounts for 30 of it.
     assert!((8.0..40.0).contains(&outside), "{v}");
     assert!(r.text().contains("Server view"), "{}", r.text());
+    // 30 of 40 ms is prefill, but 40 ms is not slow: no stage is blamed.
+    assert!(!r.causes().contains(&"prefill".into()), "{:?}", r.causes());
+
+    // The same share of a slow TTFT is a prefill finding.
+    let s = Builder::fixed(Script {
+        ttft: ms(300.0),
+        timings_value: Some(serde_json::json!({"prompt_n": 900, "prompt_ms": 280.0, "predicted_n": 3, "predicted_ms": 10.0, "cache_n": 0})),
+        ..Script::with_tokens(3)
+    })
+    .start()
+    .await;
+    let r = bench(&s, &["--requests", "3", "--warmup", "0"]).await;
+    assert!(
+        r.causes().contains(&"prefill".into()),
+        "{:?}\n{}",
+        r.causes(),
+        r.text()
+    );
 
     let mut extra = serde_json::Map::new();
     extra.insert("prompt_eval_duration".into(), 30_000_000u64.into());

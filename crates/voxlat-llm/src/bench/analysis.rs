@@ -31,6 +31,9 @@ pub const PREFILL_MIN_SHARE: f64 = 0.5;
 /// …or, without a sweep, when the server's prefill is this share of the client's TTFT at
 /// concurrency 1.
 pub const SERVER_PREFILL_MIN_SHARE: f64 = 0.5;
+/// Below this P50 TTFT at concurrency 1 nothing is slow, so the server view blames no stage
+/// for it (people notice gaps above ~200 ms in conversation; latency-model.md).
+pub const SLOW_TTFT_MS: f64 = 200.0;
 /// The server's queue time at this share of TTFT or more is queueing, whatever the tail.
 pub const SERVER_QUEUE_MIN_SHARE: f64 = 0.3;
 /// max_tokens sweep: TTFT is "not flat" when the slowest point's P50 exceeds the fastest's
@@ -491,7 +494,7 @@ pub fn analyze(cells: &[CellSummary], requests: &[RequestRecord], client: &Clien
                 continue;
             };
             if let Some(p) = v.prefill_ms.as_ref().map(|s| s.p50) {
-                if share(p, t.p50) >= SERVER_PREFILL_MIN_SHARE {
+                if t.p50 >= SLOW_TTFT_MS && share(p, t.p50) >= SERVER_PREFILL_MIN_SHARE {
                     f.push(Finding {
                         cause: Cause::Prefill,
                         evidence: format!(
