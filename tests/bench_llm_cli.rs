@@ -1,37 +1,12 @@
 //! `voxlat bench-llm` end to end, against the scripted server.
 
+mod common;
+
+use common::voxlat;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 use voxlat_testkit::{Builder, Script, ScriptedServer};
-
-fn voxlat() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_voxlat"));
-    for v in [
-        "VOXLAT_BASE_URL",
-        "OPENAI_BASE_URL",
-        "OPENAI_API_BASE",
-        "VOXLAT_API_KEY",
-        "OPENAI_API_KEY",
-        "VOXLAT_MODEL",
-        "OPENAI_MODEL",
-    ] {
-        c.env_remove(v);
-    }
-    for v in [
-        "HTTP_PROXY",
-        "http_proxy",
-        "HTTPS_PROXY",
-        "https_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-        "NO_PROXY",
-        "no_proxy",
-    ] {
-        c.env_remove(v);
-    }
-    c
-}
 
 async fn output(mut cmd: Command) -> Output {
     tokio::task::spawn_blocking(move || cmd.output().expect("run voxlat"))

@@ -3,35 +3,14 @@
 //! grows with max_tokens, server-reported timings. Delays are tens of milliseconds so they
 //! dominate scheduling noise; assertions compare structure, not machine speed.
 
+mod common;
+
+use common::voxlat;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::Mutex;
 use std::time::Duration;
 use voxlat_testkit::{Builder, ReasoningStyle, Script, ScriptedServer};
-
-fn voxlat() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_voxlat"));
-    for v in [
-        "VOXLAT_BASE_URL",
-        "OPENAI_BASE_URL",
-        "OPENAI_API_BASE",
-        "VOXLAT_API_KEY",
-        "OPENAI_API_KEY",
-        "VOXLAT_MODEL",
-        "OPENAI_MODEL",
-        "HTTP_PROXY",
-        "http_proxy",
-        "HTTPS_PROXY",
-        "https_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-        "NO_PROXY",
-        "no_proxy",
-    ] {
-        c.env_remove(v);
-    }
-    c
-}
 
 struct Run {
     out: Output,

@@ -3,28 +3,11 @@
 //! must be built beside voxlat (`cargo build --workspace`, as scripts/test.sh does) and the
 //! model fetched (`voxlat models fetch gemma-3-270m`).
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn voxlat() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_voxlat"));
-    for v in [
-        "VOXLAT_BASE_URL",
-        "OPENAI_BASE_URL",
-        "OPENAI_API_BASE",
-        "VOXLAT_API_KEY",
-        "OPENAI_API_KEY",
-        "VOXLAT_MODEL",
-        "OPENAI_MODEL",
-        "HTTP_PROXY",
-        "http_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-    ] {
-        c.env_remove(v);
-    }
-    c
-}
+use common::voxlat;
+use std::path::Path;
+use std::process::Output;
 
 fn text(o: &Output) -> String {
     format!(

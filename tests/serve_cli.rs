@@ -2,30 +2,13 @@
 //! model (`voxlat models fetch gemma-3-270m`). The server binary must be built beside voxlat:
 //! `cargo build --workspace` (scripts/test.sh does).
 
+mod common;
+
+use common::voxlat;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn voxlat() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_voxlat"));
-    for v in [
-        "VOXLAT_BASE_URL",
-        "OPENAI_BASE_URL",
-        "OPENAI_API_BASE",
-        "VOXLAT_API_KEY",
-        "OPENAI_API_KEY",
-        "VOXLAT_MODEL",
-        "OPENAI_MODEL",
-        "HTTP_PROXY",
-        "http_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-    ] {
-        c.env_remove(v);
-    }
-    c
-}
 
 fn server_bin_present() {
     let bin = Path::new(env!("CARGO_BIN_EXE_voxlat")).with_file_name("voxlat-server");
