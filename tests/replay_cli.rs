@@ -165,3 +165,73 @@ fn a_bad_scenario_is_named_and_the_others_still_run() {
     assert!(all.contains("broken.toml"), "{all}");
     assert!(all.contains("hangover ms") && all.contains("600"), "{all}");
 }
+
+#[test]
+fn sigint_keeps_every_finished_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let good = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/assistant.toml");
+    let child = Command::new(env!("CARGO_BIN_EXE_voxlat"))
+        .args([
+            "replay",
+            "--fast",
+            "--repeat",
+            "20",
+            "--warmup",
+            "0",
+            "--output-dir",
+        ])
+        .arg(&out)
+        .arg(&good)
+        .env_remove("VOXLAT_BASE_URL")
+        .env_remove("OPENAI_BASE_URL")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let find = || {
+        std::fs::read_dir(&out)
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                p.extension().is_some_and(|e| e == "json")
+                    && p.file_name()
+                        .unwrap()
+                        .to_string_lossy()
+                        .starts_with("replay-")
+            })
+    };
+    let mut seen = 0;
+    for _ in 0..600 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        if let Some(v) = find()
+            .and_then(|p| serde_json::from_slice::<serde_json::Value>(&std::fs::read(p).ok()?).ok())
+        {
+            seen = v["turns"].as_array().map_or(0, |t| t.len());
+            if seen >= 2 {
+                break;
+            }
+        }
+    }
+    assert!(seen >= 2, "no turns were flushed");
+    // SAFETY: a signal to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(o.status.code(), Some(130), "{all}");
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(find().unwrap()).unwrap()).unwrap();
+    assert_eq!(r["header"]["interrupted"], true);
+    let turns = r["turns"].as_array().unwrap();
+    assert!(turns.len() >= seen && turns.len() < 100, "{}", turns.len());
+    assert!(
+        turns.iter().all(|t| t["outcome"] == "ok"),
+        "only finished turns are kept"
+    );
+    assert!(find().unwrap().with_extension("html").exists());
+}
