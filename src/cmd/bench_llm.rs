@@ -109,9 +109,11 @@ pub struct BenchLlmArgs {
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<u32>,
 
+    /// Sampling temperature sent with every request. [default: the server's]
     #[arg(long, value_name = "T")]
     pub temperature: Option<f32>,
 
+    /// Nucleus-sampling top_p sent with every request. [default: the server's]
     #[arg(long, value_name = "P")]
     pub top_p: Option<f32>,
 
@@ -119,6 +121,7 @@ pub struct BenchLlmArgs {
     #[arg(long, value_name = "TEXT")]
     pub stop: Vec<String>,
 
+    /// Sampling seed sent with every request, for repeatable outputs where the server honours it.
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
 
