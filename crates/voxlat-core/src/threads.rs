@@ -5,7 +5,8 @@
 //! on 2 cores: 8.1 s instead of 0.27 s for one Whisper pass). In a turn, ASR runs alone
 //! (the LLM waits for its transcript; TTS has nothing to say yet), so it gets every core; the
 //! LLM's decode and TTS overlap (TTS speaks chunk 1 while the LLM writes chunk 2), so they
-//! split the cores and ONNX Runtime must not spin.
+//! split the cores and ONNX Runtime must not spin (voxlat-tts and voxlat-vad build their ONNX
+//! sessions with spinning off, always).
 
 use serde::{Deserialize, Serialize};
 
@@ -15,8 +16,6 @@ pub struct ThreadBudget {
     pub asr: usize,
     pub llm: usize,
     pub tts: usize,
-    /// Whether ONNX Runtime may spin-wait (only when nothing overlaps it).
-    pub tts_spinning: bool,
 }
 
 impl ThreadBudget {
@@ -29,7 +28,6 @@ impl ThreadBudget {
             asr: cores.min(8),
             llm,
             tts,
-            tts_spinning: false,
         }
     }
 
@@ -55,7 +53,6 @@ mod tests {
             assert!(b.asr <= cores.max(1));
             assert!(b.llm >= 1 && b.tts >= 1);
             assert!(b.overlap() <= cores.max(2), "{cores}: {b:?}");
-            assert!(!b.tts_spinning);
         }
         let two = ThreadBudget::for_cores(2);
         assert_eq!((two.asr, two.llm, two.tts), (2, 1, 1));
