@@ -23,9 +23,11 @@ struct AsrJob {
     reply: oneshot::Sender<AsrResult>,
 }
 
-#[derive(Clone)]
+/// Dropping a worker closes its queue and waits for the job in hand: a native library must
+/// not be torn down (at process exit) while its thread is still inside it.
 pub struct AsrWorker {
-    tx: std_mpsc::Sender<AsrJob>,
+    tx: Option<std_mpsc::Sender<AsrJob>>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl AsrWorker {
@@ -34,7 +36,7 @@ impl AsrWorker {
         let (tx, rx) = std_mpsc::channel::<AsrJob>();
         let (ready_tx, ready_rx) = std_mpsc::channel();
         let model = model.to_path_buf();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("asr".into())
             .spawn(move || {
                 let mut engine = match WhisperEngine::load(&model, threads) {
@@ -59,14 +61,28 @@ impl AsrWorker {
             })
             .map_err(|e| e.to_string())?;
         ready_rx.recv().map_err(|e| e.to_string())??;
-        Ok(AsrWorker { tx })
+        Ok(AsrWorker {
+            tx: Some(tx),
+            thread: Some(thread),
+        })
     }
 
     /// Queues a transcription; the receiver yields its result.
     pub fn submit(&self, audio: Vec<f32>) -> oneshot::Receiver<AsrResult> {
         let (reply, rx) = oneshot::channel();
-        let _ = self.tx.send(AsrJob { audio, reply });
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(AsrJob { audio, reply });
+        }
         rx
+    }
+}
+
+impl Drop for AsrWorker {
+    fn drop(&mut self) {
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 
@@ -83,9 +99,10 @@ pub enum TtsMsg {
     End,
 }
 
-#[derive(Clone)]
+/// Joined on drop, like [`AsrWorker`].
 pub struct TtsWorker {
-    tx: std_mpsc::Sender<TtsMsg>,
+    tx: Option<std_mpsc::Sender<TtsMsg>>,
+    thread: Option<std::thread::JoinHandle<()>>,
     pub sample_rate: u32,
 }
 
@@ -94,7 +111,7 @@ impl TtsWorker {
         let (tx, rx) = std_mpsc::channel::<TtsMsg>();
         let (ready_tx, ready_rx) = std_mpsc::channel();
         let model = voice_model.to_path_buf();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("tts".into())
             .spawn(move || {
                 let mut voice = match Voice::load(&model, options) {
@@ -137,10 +154,25 @@ impl TtsWorker {
             })
             .map_err(|e| e.to_string())?;
         let sample_rate = ready_rx.recv().map_err(|e| e.to_string())??;
-        Ok(TtsWorker { tx, sample_rate })
+        Ok(TtsWorker {
+            tx: Some(tx),
+            thread: Some(thread),
+            sample_rate,
+        })
     }
 
     pub fn send(&self, msg: TtsMsg) {
-        let _ = self.tx.send(msg);
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(msg);
+        }
+    }
+}
+
+impl Drop for TtsWorker {
+    fn drop(&mut self) {
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
