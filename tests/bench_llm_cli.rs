@@ -230,6 +230,15 @@ async fn bad_input_gets_a_clear_error_not_a_panic() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sigint_keeps_every_completed_request() {
+    signal_keeps_every_completed_request(libc::SIGINT, 130, "SIGINT").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_keeps_every_completed_request() {
+    signal_keeps_every_completed_request(libc::SIGTERM, 143, "SIGTERM").await;
+}
+
+async fn signal_keeps_every_completed_request(sig: i32, code: i32, name: &str) {
     let s = server(Script {
         itl: Duration::from_millis(40),
         ..Script::with_tokens(5)
@@ -268,16 +277,86 @@ async fn sigint_keeps_every_completed_request() {
     }
     assert!(seen >= 3, "no requests flushed");
     // SAFETY: sending a signal to our own child process.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    unsafe { libc::kill(child.id() as i32, sig) };
     let o = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
         .await
         .unwrap();
-    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(code), "{}", text(&o));
     let r = read_json(&file);
     assert_eq!(r["header"]["interrupted"], true);
+    assert_eq!(r["header"]["stop_reason"], name);
     let n = r["requests"].as_array().unwrap().len();
     assert!(n >= seen, "{n} < {seen}");
     assert!(n < 1000);
     assert_eq!(r["cells"][0]["ok"].as_u64().unwrap() as usize, n);
     assert!(text(&o).contains("interrupted"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_api_key_never_leaks_from_error_paths_or_trace_logs() {
+    const KEY: &str = "sk-trace-secret-5150";
+    // A gateway that echoes the credentials it was sent in its 500 body, and (on every
+    // other request) fails mid-stream: the paths where a key most often escapes.
+    let s = Builder::per_request(|_, i| {
+        if i % 2 == 0 {
+            Script::error(
+                500,
+                &format!(
+                    r#"{{"error":{{"message":"upstream rejected Authorization: Bearer {KEY}"}}}}"#
+                ),
+            )
+        } else {
+            Script {
+                disconnect_after: Some(1),
+                ..Script::default()
+            }
+        }
+    })
+    .start()
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("r.json");
+    let mut cmd = voxlat();
+    cmd.env("VOXLAT_BASE_URL", s.base_url())
+        .env("OPENAI_API_KEY", KEY)
+        // Every log line of voxlat and its HTTP stack.
+        .env("RUST_LOG", "trace")
+        .args(["bench-llm", "--requests", "4", "--warmup", "0", "-o"])
+        .arg(&out_file)
+        .current_dir(dir.path());
+    let o = output(cmd).await;
+    let all = text(&o);
+    assert!(all.contains("HTTP 500"), "{all}");
+    assert!(all.contains("disconnected"), "{all}");
+    assert!(
+        s.requests()
+            .iter()
+            .all(|r| r.authorization.as_deref() == Some(&*format!("Bearer {KEY}"))),
+        "the key was really sent"
+    );
+    assert!(!all.contains(KEY), "key on the terminal or in the logs");
+    let files = common::all_files_text(dir.path());
+    assert!(files.len() >= 2, "results and report: {files:?}");
+    for (p, t) in files {
+        assert!(!t.contains(KEY), "key in {}", p.display());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unwritable_output_is_reported_before_any_request() {
+    let s = server(Script::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plain-file");
+    std::fs::write(&file, b"x").unwrap();
+    let mut cmd = voxlat();
+    cmd.env("VOXLAT_BASE_URL", s.base_url())
+        .args(["bench-llm", "--requests", "3", "-o"])
+        .arg(file.join("r.json"))
+        .current_dir(dir.path());
+    let o = output(cmd).await;
+    let all = text(&o);
+    assert!(!o.status.success(), "{all}");
+    assert!(all.contains("plain-file"), "{all}");
+    assert!(!all.contains("panicked"), "{all}");
+    assert_eq!(s.requests().len(), 0, "requests were sent before the check");
 }

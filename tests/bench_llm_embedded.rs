@@ -113,3 +113,86 @@ fn max_tokens_sweep_runs_against_the_embedded_server() {
         "{all}"
     );
 }
+
+#[test]
+fn a_crash_of_the_embedded_server_ends_the_run_with_the_reason_and_keeps_the_results() {
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("r.json");
+    let mut child = voxlat()
+        .args([
+            "bench-llm",
+            "--quiet",
+            "--requests",
+            "1000",
+            "--warmup",
+            "0",
+            "--max-tokens",
+            "8",
+            "-o",
+        ])
+        .arg(&file)
+        .current_dir(d.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let flushed = || -> usize {
+        std::fs::read(&file)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| v["requests"].as_array().map(Vec::len))
+            .unwrap_or(0)
+    };
+    let mut seen = 0;
+    for _ in 0..1200 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        seen = flushed();
+        if seen >= 2 || child.try_wait().unwrap().is_some() {
+            break;
+        }
+    }
+    assert!(seen >= 2, "no requests were flushed");
+    let server: Vec<u32> = common::children_of(child.id())
+        .into_iter()
+        .filter(|p| common::comm(*p).as_deref() == Some("voxlat-server"))
+        .collect();
+    assert_eq!(server.len(), 1, "one embedded server: {server:?}");
+    // SAFETY: SIGKILL to the grandchild we just found; no memory is involved.
+    unsafe { libc::kill(server[0] as i32, libc::SIGKILL) };
+    let o = child.wait_with_output().unwrap();
+    let all = text(&o);
+    // Exit status 2: the run ended in an error (1 is "finished, with failed requests").
+    assert_eq!(o.status.code(), Some(2), "{all}");
+    assert!(
+        all.contains("exited mid-run")
+            && all.contains("killed by signal 9")
+            && all.contains("not restarted"),
+        "{all}"
+    );
+    assert!(!all.contains("panicked"), "{all}");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(r["header"]["interrupted"], true);
+    let reason = r["header"]["stop_reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("killed by signal 9"), "{reason}");
+    let kept = r["requests"].as_array().unwrap();
+    assert!(kept.len() >= seen && kept.len() < 1000, "{}", kept.len());
+    // Only the request in flight when the server died fails (partial timings kept); nothing
+    // is sent to the dead server after that.
+    let failed: Vec<_> = kept.iter().filter(|r| !r["error"].is_null()).collect();
+    assert!(failed.len() <= 1, "{failed:?}");
+    for f in &failed {
+        assert!(f["events"]["llm_sent"].is_u64(), "{f}");
+    }
+    // Not restarted: one server log only, and no server process left behind.
+    let logs = std::fs::read_dir(d.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("voxlat-server-")
+        })
+        .count();
+    assert_eq!(logs, 1, "a second server was started");
+    assert!(common::comm(server[0]).is_none_or(|c| c != "voxlat-server"));
+}

@@ -1,6 +1,8 @@
 //! `voxlat replay` end to end through the real models: Whisper, the embedded llama.cpp
 //! server with the bundled Gemma, Piper. Needs `voxlat models fetch --all` (CI does it).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -168,6 +170,15 @@ fn a_bad_scenario_is_named_and_the_others_still_run() {
 
 #[test]
 fn sigint_keeps_every_finished_turn() {
+    signal_keeps_every_finished_turn(libc::SIGINT, 130, "SIGINT");
+}
+
+#[test]
+fn sigterm_keeps_every_finished_turn() {
+    signal_keeps_every_finished_turn(libc::SIGTERM, 143, "SIGTERM");
+}
+
+fn signal_keeps_every_finished_turn(sig: i32, code: i32, name: &str) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("results");
     let good = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/assistant.toml");
@@ -216,17 +227,18 @@ fn sigint_keeps_every_finished_turn() {
     }
     assert!(seen >= 2, "no turns were flushed");
     // SAFETY: a signal to our own child process.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    unsafe { libc::kill(child.id() as i32, sig) };
     let o = child.wait_with_output().unwrap();
     let all = format!(
         "{}{}",
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
-    assert_eq!(o.status.code(), Some(130), "{all}");
+    assert_eq!(o.status.code(), Some(code), "{all}");
     let r: serde_json::Value =
         serde_json::from_slice(&std::fs::read(find().unwrap()).unwrap()).unwrap();
     assert_eq!(r["header"]["interrupted"], true);
+    assert_eq!(r["header"]["stop_reason"], name);
     let turns = r["turns"].as_array().unwrap();
     assert!(turns.len() >= seen && turns.len() < 100, "{}", turns.len());
     assert!(
@@ -234,4 +246,195 @@ fn sigint_keeps_every_finished_turn() {
         "only finished turns are kept"
     );
     assert!(find().unwrap().with_extension("html").exists());
+}
+
+fn one_turn_scenario(dir: &Path) -> PathBuf {
+    let audio = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/audio");
+    let p = dir.join("one.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "name = \"one\"\n[[turn]]\nid = \"moon\"\nwav = \"{}/synthetic-moon.wav\"\ntranscript = \"How far is the moon from the earth?\"\n",
+            audio.display()
+        ),
+    )
+    .unwrap();
+    p
+}
+
+#[test]
+fn an_unwritable_output_directory_stops_replay_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plain-file");
+    std::fs::write(&file, b"x").unwrap();
+    let o = common::voxlat()
+        .args(["replay", "--fast", "--output-dir"])
+        .arg(file.join("results"))
+        .arg(one_turn_scenario(dir.path()))
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!o.status.success(), "{all}");
+    assert!(all.contains("plain-file"), "the path is named: {all}");
+    assert!(
+        !all.contains("starting the embedded LLM server") && !all.contains("loading Whisper"),
+        "it failed only after starting things: {all}"
+    );
+    assert!(!all.contains("panicked"), "{all}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_api_key_never_appears_in_replay_output_logs_or_results() {
+    const KEY: &str = "sk-replay-secret-4242";
+    let server = voxlat_testkit::Builder::fixed(voxlat_testkit::Script::default())
+        .require_key("sk-the-right-one")
+        .start()
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let scenario = one_turn_scenario(dir.path());
+    let mut cmd = common::voxlat();
+    cmd.args(["replay", "--fast", "--warmup", "0", "--llm-url"])
+        .arg(server.base_url())
+        .arg("--output-dir")
+        .arg(&out)
+        .arg(&scenario)
+        .env("OPENAI_API_KEY", KEY)
+        .env("RUST_LOG", "trace");
+    let o = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // The turn failed on the server's 401 (whose body echoes the key it was sent)...
+    assert_eq!(o.status.code(), Some(1), "{all}");
+    assert!(all.contains("401"), "{all}");
+    assert_eq!(
+        server.requests()[0].authorization.as_deref(),
+        Some(format!("Bearer {KEY}").as_str()),
+        "the key was really sent"
+    );
+    // ...and the key is nowhere: not on the terminal, in logs, JSON, CSV or HTML.
+    assert!(!all.contains(KEY), "key on the terminal");
+    let files = common::all_files_text(&out);
+    assert!(files.len() >= 3, "{files:?}");
+    for (p, text) in files {
+        assert!(!text.contains(KEY), "key in {}", p.display());
+    }
+    let r: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(
+            std::fs::read_dir(&out)
+                .unwrap()
+                .flatten()
+                .map(|e| e.path())
+                .find(|p| p.extension().is_some_and(|e| e == "json"))
+                .unwrap(),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let t = &r["turns"][0];
+    assert_eq!(t["outcome"], "error", "{t}");
+    // The failed turn keeps the timings it had: ASR ran, the request went out.
+    assert!(t["events"]["asr_done"].is_u64(), "{t}");
+    assert!(t["events"]["llm_sent"].is_u64(), "{t}");
+}
+
+#[test]
+fn a_crash_of_the_embedded_server_ends_replay_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let good = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/assistant.toml");
+    let mut child = common::voxlat()
+        .args([
+            "replay",
+            "--fast",
+            "--repeat",
+            "20",
+            "--warmup",
+            "0",
+            "--output-dir",
+        ])
+        .arg(&out)
+        .arg(&good)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let find = || {
+        std::fs::read_dir(&out)
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                p.extension().is_some_and(|e| e == "json")
+                    && p.file_name()
+                        .unwrap()
+                        .to_string_lossy()
+                        .starts_with("replay-")
+            })
+    };
+    let turns = || -> usize {
+        find()
+            .and_then(|p| serde_json::from_slice::<serde_json::Value>(&std::fs::read(p).ok()?).ok())
+            .and_then(|v| v["turns"].as_array().map(Vec::len))
+            .unwrap_or(0)
+    };
+    let mut seen = 0;
+    for _ in 0..1200 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        seen = turns();
+        if seen >= 1 || child.try_wait().unwrap().is_some() {
+            break;
+        }
+    }
+    assert!(seen >= 1, "no turn was flushed");
+    let server: Vec<u32> = common::children_of(child.id())
+        .into_iter()
+        .filter(|p| common::comm(*p).as_deref() == Some("voxlat-server"))
+        .collect();
+    assert_eq!(server.len(), 1, "{server:?}");
+    // SAFETY: SIGKILL to the grandchild we just found.
+    unsafe { libc::kill(server[0] as i32, libc::SIGKILL) };
+    let o = child.wait_with_output().unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Exit status 2: the run ended in an error (1 is "finished, with failed requests").
+    assert_eq!(o.status.code(), Some(2), "{all}");
+    assert!(
+        all.contains("exited mid-run") && all.contains("killed by signal 9"),
+        "{all}"
+    );
+    assert!(!all.contains("panicked"), "{all}");
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(find().unwrap()).unwrap()).unwrap();
+    assert_eq!(r["header"]["interrupted"], true);
+    assert!(r["header"]["stop_reason"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("killed by signal 9"));
+    let kept = r["turns"].as_array().unwrap();
+    let ok = kept.iter().filter(|t| t["outcome"] == "ok").count();
+    assert!(ok >= seen, "{ok} < {seen}");
+    assert!(kept.len() < 100);
+    let logs = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("voxlat-server-")
+        })
+        .count();
+    assert_eq!(logs, 1, "a second server was started");
 }

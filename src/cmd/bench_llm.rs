@@ -5,14 +5,14 @@ use crate::embedded::{EmbeddedServer, SpawnOptions};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 use voxlat_llm::bench::{
     self, runner, BenchConfig, CellSummary, PromptSource, ResultsWriter, RunEvent,
 };
 use voxlat_llm::config::{Endpoint, Settings, BASE_URL_VARS};
-use voxlat_llm::{ClientOptions, LlmClient};
+use voxlat_llm::{ClientOptions, ErrorClass, LlmClient};
 
 /// Measures TTFT, TPOT, ITL and end-to-end latency of any OpenAI-compatible
 /// `/chat/completions` endpoint with `stream: true`.
@@ -190,7 +190,7 @@ pub struct BenchLlmArgs {
 /// `voxlat-server`'s default `--ctx`, used as the context of the embedded server.
 const EMBEDDED_CONTEXT_TOKENS: u32 = 4096;
 
-fn parse_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if let Ok(secs) = s.parse::<f64>() {
         if secs.is_finite() && secs > 0.0 {
             return Ok(Duration::from_secs_f64(secs));
@@ -349,6 +349,16 @@ fn resolve_endpoint(
 pub fn run(args: BenchLlmArgs) -> Result<ExitCode> {
     let mut cfg = args.config()?;
     let settings = Settings::from_process()?;
+    // Before any server starts or request is sent: an unwritable or full output directory
+    // must not be discovered after the measuring.
+    let out_dir = args
+        .output
+        .as_deref()
+        .and_then(Path::parent)
+        .filter(|d| !d.as_os_str().is_empty())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| cfg.output_dir.clone());
+    voxlat_core::fsio::ensure_writable_dir(&out_dir)?;
     // Lives until the run ends; dropping it stops the embedded server.
     let (endpoint, _embedded) = resolve_endpoint(&settings, &cfg, &args)?;
     if _embedded.is_some() {
@@ -407,7 +417,16 @@ pub fn run(args: BenchLlmArgs) -> Result<ExitCode> {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let mut handle = tokio::spawn(bench::run(client, cfg, prompt, models, tx));
         let mut signal = std::pin::pin!(shutdown_signal());
+        let watch = _embedded.as_ref().map(EmbeddedServer::watch);
+        let mut crashed = std::pin::pin!(async {
+            match &watch {
+                Some(w) => w.crashed().await,
+                None => std::future::pending().await,
+            }
+        });
         let mut interrupted = false;
+        let mut stop: Option<StopSignal> = None;
+        let mut server_crash: Option<String> = None;
         let mut run_error = None;
         let mut run_done = false;
         loop {
@@ -417,14 +436,40 @@ pub fn run(args: BenchLlmArgs) -> Result<ExitCode> {
                         bar.set_message(if warmup { cell } else { format!("measuring {cell}") });
                     }
                     Some(RunEvent::Record(r)) => {
+                        if server_crash.is_some() {
+                            // Sent to a server already known dead: noise of our own making.
+                            continue;
+                        }
+                        let lost_server = matches!(
+                            r.error_class,
+                            Some(ErrorClass::ConnectionRefused | ErrorClass::Disconnected | ErrorClass::Connect)
+                        );
                         bar.inc(1);
                         writer.push(*r)?;
+                        // A connection failure on the embedded server: if it died, stop here
+                        // rather than record a burst of refused connections.
+                        if let (true, Some(w)) = (lost_server, &watch) {
+                            if let Some(why) = w.crashed_within(Duration::from_secs(2)).await {
+                                interrupted = true;
+                                bar.println("the embedded LLM server exited: stopping, keeping every completed request");
+                                server_crash = Some(why);
+                                handle.abort();
+                            }
+                        }
                     }
                     None => break,
                 },
-                _ = &mut signal, if !interrupted => {
+                sig = &mut signal, if !interrupted => {
                     interrupted = true;
-                    bar.println("interrupted: stopping, keeping every completed request");
+                    stop = Some(sig);
+                    bar.println(format!("interrupted ({}): stopping, keeping every completed request", sig.name()));
+                    handle.abort();
+                }
+                why = &mut crashed, if server_crash.is_none() && !interrupted => {
+                    // Requests in flight fail as disconnects; nothing later would be valid.
+                    interrupted = true;
+                    bar.println("the embedded LLM server exited: stopping, keeping every completed request");
+                    server_crash = Some(why);
                     handle.abort();
                 }
                 res = &mut handle, if !run_done => {
@@ -440,7 +485,11 @@ pub fn run(args: BenchLlmArgs) -> Result<ExitCode> {
             }
         }
         bar.finish_and_clear();
-        writer.finish(interrupted)?;
+        match (&server_crash, stop) {
+            (Some(why), _) => writer.finish_stopped(why)?,
+            (None, Some(sig)) => writer.finish_stopped(sig.name())?,
+            (None, None) => writer.finish(interrupted)?,
+        }
         let results = writer.results();
         for cell in &results.cells {
             print!("{}", render_cell(cell));
@@ -460,6 +509,9 @@ pub fn run(args: BenchLlmArgs) -> Result<ExitCode> {
             Ok(()) => println!("Report: {} (TTFT histogram and CDF per cell, sweep curves)", html_path.display()),
             Err(e) => eprintln!("warning: cannot write the HTML report: {e}"),
         }
+        if let Some(why) = server_crash {
+            bail!("{why}\nEvery request completed before it is kept in {}", writer.path().display());
+        }
         if let Some(e) = run_error {
             bail!("{e}");
         }
@@ -468,7 +520,7 @@ pub fn run(args: BenchLlmArgs) -> Result<ExitCode> {
             let first = results.requests.iter().find_map(|r| r.error.clone()).unwrap_or_default();
             bail!("every request failed; the first error: {first}");
         }
-        Ok(if interrupted { ExitCode::from(130) } else { ExitCode::SUCCESS })
+        Ok(stop.map_or(ExitCode::SUCCESS, StopSignal::exit_code))
     })
 }
 
@@ -499,19 +551,43 @@ fn progress_bar(total: Option<u64>, quiet: bool) -> ProgressBar {
     }
 }
 
-pub async fn shutdown_signal() {
+/// A request to stop from outside: Ctrl-C or a service manager's SIGTERM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopSignal {
+    Interrupt,
+    Terminate,
+}
+
+impl StopSignal {
+    pub fn name(self) -> &'static str {
+        match self {
+            StopSignal::Interrupt => "SIGINT",
+            StopSignal::Terminate => "SIGTERM",
+        }
+    }
+
+    /// The shell convention: 128 + the signal number.
+    pub fn exit_code(self) -> ExitCode {
+        ExitCode::from(match self {
+            StopSignal::Interrupt => 130,
+            StopSignal::Terminate => 143,
+        })
+    }
+}
+
+pub async fn shutdown_signal() -> StopSignal {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
         if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-            return;
+            return tokio::select! {
+                _ = tokio::signal::ctrl_c() => StopSignal::Interrupt,
+                _ = term.recv() => StopSignal::Terminate,
+            };
         }
     }
     let _ = tokio::signal::ctrl_c().await;
+    StopSignal::Interrupt
 }
 
 pub fn render_cell(c: &CellSummary) -> String {

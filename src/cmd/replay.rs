@@ -3,7 +3,7 @@
 
 use super::table::{fmt_num, Table};
 use crate::embedded::{EmbeddedServer, SpawnOptions};
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -59,6 +59,9 @@ pub struct ReplayArgs {
     /// Write each reply as a WAV into this directory.
     #[arg(long, value_name = "DIR")]
     pub save_replies: Option<PathBuf>,
+    /// Longest silence between two reads of the LLM stream before the turn fails as a timeout.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = super::bench_llm::parse_duration)]
+    pub idle_timeout: Duration,
 }
 
 fn scenario_files(args: &[PathBuf]) -> Vec<PathBuf> {
@@ -118,6 +121,12 @@ fn load_all(files: &[PathBuf], skipped: &mut Vec<String>) -> Vec<(Scenario, Vec<
     out
 }
 
+/// Why a replay ended before its plan did.
+enum Stopped {
+    Signal(super::bench_llm::StopSignal),
+    ServerCrashed(String),
+}
+
 pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     let files = scenario_files(&args.scenarios);
     let mut skipped = Vec::new();
@@ -136,6 +145,12 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         ..EndpointerConfig::default()
     };
     endpointer.validate()?;
+    // Before the server starts or a model loads: an unwritable or full output directory must
+    // not be discovered after the measuring.
+    voxlat_core::fsio::ensure_writable_dir(&args.output_dir)?;
+    if let Some(d) = &args.save_replies {
+        voxlat_core::fsio::ensure_writable_dir(d)?;
+    }
     if !args.sweep_hangover.is_empty() {
         return sweep(&args, &all_turns, &endpointer);
     }
@@ -207,7 +222,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     let client = LlmClient::new(
         endpoint,
         ClientOptions {
-            idle_timeout: Duration::from_secs(60),
+            idle_timeout: args.idle_timeout,
             ..ClientOptions::default()
         },
     )?;
@@ -217,8 +232,15 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let interrupted = rt.block_on(async {
+    let watch = _server.as_ref().map(EmbeddedServer::watch);
+    let stopped: Option<Stopped> = rt.block_on(async {
         let mut signal = std::pin::pin!(super::bench_llm::shutdown_signal());
+        let mut crashed = std::pin::pin!(async {
+            match &watch {
+                Some(w) => w.crashed().await,
+                None => std::future::pending().await,
+            }
+        });
         let plan = plan(&scenarios, args.warmup, args.repeat);
         let total = plan.len();
         // Conversation scenarios carry history across their turns within one pass.
@@ -240,9 +262,12 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
                 warmup,
                 scenario.system_prompt.as_deref(),
             );
+            // A turn cut short by a signal or a crash is dropped whole: only finished turns
+            // are results.
             let rec = tokio::select! {
                 r = fut => r,
-                _ = &mut signal => return Ok::<bool, anyhow::Error>(true),
+                sig = &mut signal => return Ok::<_, anyhow::Error>(Some(Stopped::Signal(sig))),
+                why = &mut crashed => return Ok(Some(Stopped::ServerCrashed(why))),
             };
             eprintln!(
                 "[{}/{total}] {}{} #{}: {}",
@@ -263,9 +288,13 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
             );
             writer.push(rec)?;
         }
-        Ok(false)
+        Ok(None)
     })?;
-    writer.finish(interrupted)?;
+    match &stopped {
+        Some(Stopped::Signal(sig)) => writer.finish_stopped(sig.name())?,
+        Some(Stopped::ServerCrashed(why)) => writer.finish_stopped(why)?,
+        None => writer.finish(false)?,
+    }
     let html = writer.json.with_extension("html");
     voxlat_core::fsio::write_atomic(
         &html,
@@ -279,8 +308,13 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         html.display()
     );
     let failed = writer.results.aggregate.errors;
-    Ok(if interrupted {
-        ExitCode::from(130)
+    Ok(if let Some(Stopped::ServerCrashed(why)) = stopped {
+        bail!(
+            "{why}\nEvery turn finished before it is kept in {}",
+            writer.json.display()
+        );
+    } else if let Some(Stopped::Signal(sig)) = stopped {
+        sig.exit_code()
     } else if failed > 0 {
         ExitCode::from(1)
     } else {

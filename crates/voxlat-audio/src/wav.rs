@@ -40,7 +40,18 @@ pub fn read(path: &Path) -> Result<Decoded, WavError> {
     if !path.exists() {
         return Err(WavError::NotFound { path: path.into() });
     }
-    let mut reader = hound::WavReader::open(path).map_err(|e| match e {
+    let file = std::fs::File::open(path).map_err(|e| WavError::Read {
+        path: path.into(),
+        detail: e.to_string(),
+    })?;
+    decode(std::io::BufReader::new(file), path)
+}
+
+/// Decodes WAV bytes from any reader; `path` only names the input in errors and warnings.
+/// Nothing in the header is trusted: a declared length that the data does not back becomes a
+/// truncation warning, not an allocation of the declared size.
+pub fn decode<R: std::io::Read>(input: R, path: &Path) -> Result<Decoded, WavError> {
+    let mut reader = hound::WavReader::new(input).map_err(|e| match e {
         hound::Error::IoError(io) => WavError::Read {
             path: path.into(),
             detail: io.to_string(),
@@ -53,8 +64,10 @@ pub fn read(path: &Path) -> Result<Decoded, WavError> {
     let spec = reader.spec();
     let channels = spec.channels.max(1);
     let mut warnings = Vec::new();
-    let mut interleaved: Vec<f32> = Vec::with_capacity(reader.len() as usize);
     let expected = reader.len() as usize;
+    // The header's sample count is only a claim: reserve at most a minute of CD audio up front
+    // and let the vector grow with what is really there.
+    let mut interleaved: Vec<f32> = Vec::with_capacity(expected.min(44_100 * 2 * 60));
     let mut cut: Option<String> = None;
     match spec.sample_format {
         hound::SampleFormat::Float => {

@@ -6,6 +6,12 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
+    #[error("{path} has only {free_mib} MiB free; a run needs at least {need_mib} MiB for its results. Free some space or choose another output directory")]
+    Full {
+        path: PathBuf,
+        free_mib: u64,
+        need_mib: u64,
+    },
     #[error("cannot write {path}: {source}. Check that the directory exists, is writable and the disk is not full")]
     Io {
         path: PathBuf,
@@ -54,13 +60,52 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
 /// Checks up front that results can be written into `dir` (creating it if needed), so a run
 /// does not discover an unwritable directory only after measuring.
 pub fn ensure_writable_dir(dir: &Path) -> Result<(), WriteError> {
+    ensure_writable_dir_with(dir, MIN_FREE_BYTES)
+}
+
+/// Free space a run must find before it starts: results of a thousand-turn replay with its
+/// HTML report take a few MiB, so this leaves a wide margin without being fussy.
+pub const MIN_FREE_BYTES: u64 = 64 * 1024 * 1024;
+
+fn ensure_writable_dir_with(dir: &Path, min_free: u64) -> Result<(), WriteError> {
     fs::create_dir_all(dir).map_err(io_err(dir))?;
+    if let Some(free) = free_bytes(dir) {
+        if free < min_free {
+            return Err(WriteError::Full {
+                path: dir.to_path_buf(),
+                free_mib: free >> 20,
+                need_mib: min_free.div_ceil(1 << 20),
+            });
+        }
+    }
     let probe = dir.join(format!(".voxlat-write-probe-{}", std::process::id()));
     let mut f = File::create(&probe).map_err(io_err(dir))?;
     // A write of real bytes, not just a create: a full disk fails here rather than later.
     let r = f.write_all(&[0u8; 4096]).and_then(|_| f.sync_all());
     let _ = fs::remove_file(&probe);
     r.map_err(io_err(dir))
+}
+
+/// Bytes available to this user on the filesystem holding `dir`; `None` where unknown.
+fn free_bytes(dir: &Path) -> Option<u64> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+        // SAFETY: statvfs writes only into the zeroed struct we own; `c` is NUL-terminated.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+            return None;
+        }
+        // The field types differ between platforms (u32 on some 32-bit targets).
+        #[allow(clippy::unnecessary_cast)]
+        Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        None
+    }
 }
 
 #[cfg(test)]
@@ -79,6 +124,23 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 1, "{names:?}");
+    }
+
+    #[test]
+    fn too_little_free_space_is_reported_up_front() {
+        let d = tempfile::tempdir().unwrap();
+        let free = free_bytes(d.path()).expect("statvfs works on a temp dir");
+        assert!(free > 0);
+        ensure_writable_dir_with(d.path(), 1).unwrap();
+        // Ask for more than the disk has: the "full disk" case, without filling a disk.
+        let err =
+            ensure_writable_dir_with(d.path(), free.saturating_mul(2).max(1 << 40)).unwrap_err();
+        assert!(matches!(err, WriteError::Full { .. }), "{err}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("MiB free") && msg.contains(&d.path().display().to_string()),
+            "{msg}"
+        );
     }
 
     #[test]

@@ -21,6 +21,10 @@ pub struct ResultsHeader {
     /// True when the run was stopped early (Ctrl-C, SIGTERM): the file holds every request or
     /// turn completed before that.
     pub interrupted: bool,
+    /// Why an interrupted run stopped: `SIGINT`, `SIGTERM`, or a failure that ended it, such as
+    /// the embedded LLM server exiting mid-run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -50,6 +54,7 @@ impl ResultsHeader {
             started_utc: clock::wall_label(),
             clock: ClockInfo::process_monotonic(),
             interrupted: false,
+            stop_reason: None,
         }
     }
 }

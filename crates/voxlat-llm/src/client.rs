@@ -9,7 +9,7 @@ use crate::config::Endpoint;
 use crate::connection::{self, ConnProbe, DnsError, TimedConnectLayer, TimedResolver};
 use crate::error::{not_found_hint, truncate_body, LlmError};
 use crate::record::{DeltaStamp, StreamOutcome};
-use crate::sse::{SseEvent, SseParser};
+use crate::sse::{SseEvent, SseParser, MAX_EVENT_BYTES};
 use crate::think::ThinkSplitter;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
@@ -270,6 +270,15 @@ impl LlmClient {
                     for ev in events.drain(..) {
                         handle_event(ev, t, tl, out, &mut think, on_delta)?;
                     }
+                    if parser.pending_bytes() > MAX_EVENT_BYTES {
+                        return Err(LlmError::InvalidChunk {
+                            detail: format!(
+                                "an SSE event grew past {} MiB without ending; the server is not sending event-stream chunks",
+                                MAX_EVENT_BYTES >> 20
+                            ),
+                            data: String::new(),
+                        });
+                    }
                 }
             }
         }
@@ -287,7 +296,23 @@ impl LlmClient {
     }
 
     async fn read_body(&self, resp: reqwest::Response) -> String {
-        let text = match tokio::time::timeout(self.opts.idle_timeout, resp.text()).await {
+        // Only the start of a body is ever shown, so only that much is read: a gateway's
+        // endless or huge error page must not be buffered whole.
+        const READ_LIMIT: usize = 64 * 1024;
+        let read = async {
+            let mut stream = resp.bytes_stream();
+            let mut buf = Vec::new();
+            while buf.len() < READ_LIMIT {
+                match stream.next().await {
+                    Some(Ok(b)) => buf.extend_from_slice(&b),
+                    Some(Err(e)) => return Err(e),
+                    None => break,
+                }
+            }
+            buf.truncate(READ_LIMIT);
+            Ok(String::from_utf8_lossy(&buf).into_owned())
+        };
+        let text = match tokio::time::timeout(self.opts.idle_timeout, read).await {
             Ok(Ok(t)) => t,
             Ok(Err(e)) => format!("<body unreadable: {}>", chain(&e)),
             Err(_) => "<body timed out>".into(),

@@ -15,6 +15,11 @@ pub struct SseEvent {
     pub id: Option<String>,
 }
 
+/// The largest event the client accepts. Real chunks are a few hundred bytes; even a whole
+/// long answer in one event fits easily. Past this the stream is not SSE as an LLM server
+/// sends it, and buffering on would only end in running out of memory.
+pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
 #[derive(Debug, Default)]
 pub struct SseParser {
     line: Vec<u8>,
@@ -35,6 +40,13 @@ impl SseParser {
             at_stream_start: true,
             ..SseParser::default()
         }
+    }
+
+    /// Bytes held for the event being assembled (its unfinished line plus its `data:` so far).
+    /// A server that never ends an event makes this grow without bound, so the client checks
+    /// it against [`MAX_EVENT_BYTES`] after every read.
+    pub fn pending_bytes(&self) -> usize {
+        self.line.len() + self.data.len()
     }
 
     /// Comment lines seen so far (`: keep-alive` and the like).

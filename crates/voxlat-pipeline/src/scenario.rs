@@ -69,7 +69,13 @@ impl Scenario {
             path: path.into(),
             detail: e.to_string(),
         })?;
-        let mut s: Scenario = toml::from_str(&text).map_err(|e| ScenarioError::Parse {
+        Scenario::parse(&text, path)
+    }
+
+    /// Parses and validates scenario TOML; `path` names the file in errors and anchors the
+    /// relative WAV paths.
+    pub fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
+        let mut s: Scenario = toml::from_str(text).map_err(|e| ScenarioError::Parse {
             path: path.into(),
             detail: e.to_string(),
         })?;

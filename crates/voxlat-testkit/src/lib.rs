@@ -5,6 +5,8 @@
 //! handed each content event to the HTTP stack, so tests can compare what the client measured
 //! against the truth.
 
+pub mod raw;
+
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};

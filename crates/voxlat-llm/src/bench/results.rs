@@ -189,4 +189,10 @@ impl ResultsWriter {
         self.results.header.interrupted = interrupted;
         self.flush()
     }
+
+    /// Marks the run as stopped early, and why, then writes the file.
+    pub fn finish_stopped(&mut self, reason: &str) -> Result<(), WriteError> {
+        self.results.header.stop_reason = Some(reason.to_string());
+        self.finish(true)
+    }
 }
