@@ -360,3 +360,84 @@ async fn an_unwritable_output_is_reported_before_any_request() {
     assert!(!all.contains("panicked"), "{all}");
     assert_eq!(s.requests().len(), 0, "requests were sent before the check");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_fault_is_recorded_as_a_failed_request_with_its_partial_timings() {
+    // One fault per request, in order; request 0 is healthy.
+    let s = Builder::per_request(|_, i| match i % 6 {
+        1 => Script {
+            disconnect_after: Some(1),
+            ..Script::default()
+        },
+        2 => Script {
+            retry_after: Some("2".into()),
+            ..Script::error(429, "slow down")
+        },
+        3 => Script::error(503, "overloaded"),
+        4 => Script {
+            invalid_json_after: Some(1),
+            ..Script::default()
+        },
+        5 => Script {
+            itl: Duration::from_secs(5),
+            ..Script::default()
+        },
+        _ => Script::default(),
+    })
+    .start()
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("r.json");
+    let mut cmd = voxlat();
+    cmd.env("VOXLAT_BASE_URL", s.base_url())
+        .args([
+            "bench-llm",
+            "--requests",
+            "6",
+            "--warmup",
+            "0",
+            "--idle-timeout",
+            "300ms",
+            "--quiet",
+            "-o",
+        ])
+        .arg(&file)
+        .current_dir(dir.path());
+    let o = output(cmd).await;
+    let all = text(&o);
+    assert!(!all.contains("panicked"), "{all}");
+    let r = read_json(&file);
+    let reqs = r["requests"].as_array().unwrap();
+    assert_eq!(reqs.len(), 6, "{all}");
+    let expected = [
+        None,
+        Some("disconnected"),
+        Some("rate_limited"),
+        Some("http_status"),
+        Some("invalid_chunk"),
+        Some("timeout"),
+    ];
+    for (i, (req, want)) in reqs.iter().zip(expected).enumerate() {
+        assert_eq!(req["error_class"].as_str(), want, "request {i}: {req}");
+        let ev = &req["events"];
+        assert!(
+            ev["llm_sent"].is_u64() && ev["llm_headers"].is_u64(),
+            "request {i}: {ev}"
+        );
+        // Streams that broke after content keep the time of their first token.
+        if matches!(i, 0 | 1 | 4 | 5) {
+            assert!(ev["llm_first_token"].is_u64(), "request {i}: {ev}");
+        } else {
+            assert!(ev["llm_first_token"].is_null(), "request {i}: {ev}");
+        }
+    }
+    assert!(reqs[2]["error"]
+        .as_str()
+        .unwrap()
+        .contains("Retry-After: 2"));
+    assert_eq!(r["cells"][0]["ok"], 1);
+    assert_eq!(
+        r["cells"][0]["ttft_ms"]["n"], 1,
+        "failed requests are not in the percentiles"
+    );
+}
