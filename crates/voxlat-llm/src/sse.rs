@@ -31,8 +31,13 @@ pub struct SseParser {
     /// when it arrives in the next read.
     after_cr: bool,
     at_stream_start: bool,
+    /// The first bytes of the stream while they could still be the start of a byte order mark
+    /// (a read can end inside it).
+    start: Vec<u8>,
     comments: u64,
 }
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 impl SseParser {
     pub fn new() -> SseParser {
@@ -55,14 +60,24 @@ impl SseParser {
     }
 
     /// Feeds bytes as they arrive; complete events are appended to `out`.
-    pub fn feed(&mut self, mut bytes: &[u8], out: &mut Vec<SseEvent>) {
-        if self.at_stream_start && !bytes.is_empty() {
-            // A UTF-8 byte order mark may only start the stream.
-            if let Some(rest) = bytes.strip_prefix(b"\xEF\xBB\xBF") {
-                bytes = rest;
+    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) {
+        if self.at_stream_start {
+            // A UTF-8 byte order mark may only start the stream, and a read may end inside it
+            // (found by fuzzing): hold the first bytes until they decide.
+            self.start.extend_from_slice(bytes);
+            let n = self.start.len().min(BOM.len());
+            if n < BOM.len() && self.start[..n] == BOM[..n] {
+                return;
             }
             self.at_stream_start = false;
+            let held = std::mem::take(&mut self.start);
+            self.feed_bytes(held.strip_prefix(BOM).unwrap_or(&held), out);
+            return;
         }
+        self.feed_bytes(bytes, out);
+    }
+
+    fn feed_bytes(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) {
         for &b in bytes {
             match b {
                 b'\n' if self.after_cr => self.after_cr = false,
@@ -81,6 +96,12 @@ impl SseParser {
     /// At end of stream: dispatches an event that was not followed by a blank line (many
     /// servers omit it on the last event). Returns true if there was one.
     pub fn finish(&mut self, out: &mut Vec<SseEvent>) -> bool {
+        if self.at_stream_start {
+            // The stream ended inside what could have been a byte order mark: it was data.
+            self.at_stream_start = false;
+            let held = std::mem::take(&mut self.start);
+            self.feed_bytes(&held, out);
+        }
         if !self.line.is_empty() {
             self.end_line(out);
         }
@@ -148,6 +169,29 @@ mod tests {
 
     fn data(events: &[SseEvent]) -> Vec<&str> {
         events.iter().map(|e| e.data.as_str()).collect()
+    }
+
+    /// Regression (fuzzing): a read that ended inside the byte order mark left its first bytes
+    /// glued to the first line, so `: keep-alive` stopped being a comment.
+    #[test]
+    fn a_byte_order_mark_split_across_reads_is_still_removed() {
+        let stream = b"\xEF\xBB\xBF: keep-alive\n\ndata: x\n\n";
+        for cut in 0..=4 {
+            let (mut out, mut p) = parse_all(&[&stream[..cut], &stream[cut..]]);
+            p.finish(&mut out);
+            assert_eq!(data(&out), ["x"], "cut at {cut}");
+            assert_eq!(p.comments(), 1, "cut at {cut}");
+        }
+        // One byte at a time, too.
+        let pieces: Vec<&[u8]> = stream.chunks(1).collect();
+        let (_, p) = parse_all(&pieces);
+        assert_eq!(p.comments(), 1);
+        // A stream that ends inside a BOM prefix is handed to the line parser at the end (a
+        // field-less line, so no event) rather than kept back forever.
+        let (mut out, mut p) = parse_all(&[b"\xEF\xBB"]);
+        assert!(!p.finish(&mut out));
+        assert!(out.is_empty());
+        assert!(p.start.is_empty() && !p.at_stream_start);
     }
 
     const STREAM: &str = "data: {\"a\":1}\n\n: keep-alive\n\ndata: {\"b\":2}\n\ndata: [DONE]\n\n";
