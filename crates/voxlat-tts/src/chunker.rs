@@ -176,6 +176,13 @@ fn find_boundary(buf: &str, first: bool, cfg: &ChunkerConfig, at_end: bool) -> O
                 return at_end.then_some(buf.len());
             };
             let marks: String = chars[k..marks_end].iter().map(|&(_, c)| c).collect();
+            if marks == "."
+                && !at_end
+                && next.is_whitespace()
+                && depends_on_next_word(&chars, k, run_end)
+            {
+                return None;
+            }
             let ends = next.is_whitespace()
                 && !is_ellipsis(&marks)
                 && !(marks == "." && is_abbreviation(&chars, k, run_end));
@@ -246,6 +253,18 @@ fn is_abbreviation(chars: &[(usize, char)], dot: usize, after: usize) -> bool {
     abbreviation_before_dot(&word, next)
 }
 
+/// Whether the period at `dot` is judged by the word after it ("No. 5") and that word has not
+/// arrived yet. Found by fuzzing: deciding early made the chunks depend on delta boundaries.
+fn depends_on_next_word(chars: &[(usize, char)], dot: usize, after: usize) -> bool {
+    let start = chars[..dot]
+        .iter()
+        .rposition(|&(_, c)| c.is_whitespace())
+        .map_or(0, |p| p + 1);
+    let word: String = chars[start..dot].iter().map(|&(_, c)| c).collect();
+    let word = word.trim_start_matches(['"', '\'', '(', '[', '{', '“', '‘', '«']);
+    word.eq_ignore_ascii_case("no") && chars[after..].iter().all(|&(_, c)| c.is_whitespace())
+}
+
 /// Whether `word` (the text between the previous whitespace and a period) is an abbreviation,
 /// so that the period does not end the sentence. `next` is the first non-space character after
 /// the period, when known.
@@ -289,6 +308,34 @@ mod tests {
 
     fn chunks(text: &str) -> Vec<String> {
         Chunker::split(text, ChunkerConfig::default())
+    }
+
+    /// Regression (fuzzing): with the delta ending right after "No. ", the chunker split there
+    /// before seeing the number that makes "No." an abbreviation.
+    #[test]
+    fn no_before_a_number_is_the_same_whatever_the_deltas() {
+        let text = "Take platform No. 5 now. Then wait.";
+        let config = ChunkerConfig {
+            first_chunk_min_chars: usize::MAX,
+            ..ChunkerConfig::default()
+        };
+        let whole = Chunker::split(text, config);
+        assert_eq!(whole, ["Take platform No. 5 now.", "Then wait."]);
+        let chars: Vec<char> = text.chars().collect();
+        for step in 1..=8 {
+            let mut c = Chunker::new(config);
+            let mut got = Vec::new();
+            for piece in chars.chunks(step) {
+                got.extend(c.push(&piece.iter().collect::<String>()));
+            }
+            got.extend(c.finish());
+            assert_eq!(got, whole, "deltas of {step} chars");
+        }
+        // "no." ending a sentence still ends it once the next word shows it is not a number.
+        assert_eq!(
+            Chunker::split("I said no. Then I left.", config),
+            ["I said no.", "Then I left."]
+        );
     }
 
     fn chunks_no_early(text: &str) -> Vec<String> {
