@@ -152,13 +152,7 @@ fn a_crash_of_the_embedded_server_ends_the_run_with_the_reason_and_keeps_the_res
         }
     }
     assert!(seen >= 2, "no requests were flushed");
-    let server: Vec<u32> = common::children_of(child.id())
-        .into_iter()
-        .filter(|p| common::comm(*p).as_deref() == Some("voxlat-server"))
-        .collect();
-    assert_eq!(server.len(), 1, "one embedded server: {server:?}");
-    // SAFETY: SIGKILL to the grandchild we just found; no memory is involved.
-    unsafe { libc::kill(server[0] as i32, libc::SIGKILL) };
+    let server = common::kill_embedded_server(child.id());
     let o = child.wait_with_output().unwrap();
     let all = text(&o);
     // Exit status 2: the run ended in an error (1 is "finished, with failed requests").
@@ -184,15 +178,10 @@ fn a_crash_of_the_embedded_server_ends_the_run_with_the_reason_and_keeps_the_res
         assert!(f["events"]["llm_sent"].is_u64(), "{f}");
     }
     // Not restarted: one server log only, and no server process left behind.
-    let logs = std::fs::read_dir(d.path())
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with("voxlat-server-")
-        })
-        .count();
-    assert_eq!(logs, 1, "a second server was started");
-    assert!(common::comm(server[0]).is_none_or(|c| c != "voxlat-server"));
+    assert_eq!(
+        common::server_logs(d.path()),
+        1,
+        "a second server was started"
+    );
+    assert!(common::comm(server).is_none_or(|c| c != "voxlat-server"));
 }

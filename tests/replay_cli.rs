@@ -178,11 +178,10 @@ fn sigterm_keeps_every_finished_turn() {
     signal_keeps_every_finished_turn(libc::SIGTERM, 143, "SIGTERM");
 }
 
-fn signal_keeps_every_finished_turn(sig: i32, code: i32, name: &str) {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("results");
+/// A long replay of the bundled assistant scenario (20 passes) into `out`.
+fn spawn_long_replay(out: &Path) -> std::process::Child {
     let good = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/assistant.toml");
-    let child = Command::new(env!("CARGO_BIN_EXE_voxlat"))
+    common::voxlat()
         .args([
             "replay",
             "--fast",
@@ -192,51 +191,67 @@ fn signal_keeps_every_finished_turn(sig: i32, code: i32, name: &str) {
             "0",
             "--output-dir",
         ])
-        .arg(&out)
+        .arg(out)
         .arg(&good)
-        .env_remove("VOXLAT_BASE_URL")
-        .env_remove("OPENAI_BASE_URL")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .unwrap();
-    let find = || {
-        std::fs::read_dir(&out)
-            .ok()?
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| {
-                p.extension().is_some_and(|e| e == "json")
-                    && p.file_name()
-                        .unwrap()
-                        .to_string_lossy()
-                        .starts_with("replay-")
-            })
-    };
+        .unwrap()
+}
+
+/// The replay results file in `out`, once it exists.
+fn results_json(out: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(out)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.extension().is_some_and(|e| e == "json")
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("replay-"))
+        })
+}
+
+fn read_results(out: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(results_json(out).unwrap()).unwrap()).unwrap()
+}
+
+/// Waits (up to two minutes) until `n` turns are flushed or the child exits; returns the count.
+fn wait_for_turns(child: &mut std::process::Child, out: &Path, n: usize) -> usize {
     let mut seen = 0;
-    for _ in 0..600 {
+    for _ in 0..1200 {
         std::thread::sleep(std::time::Duration::from_millis(100));
-        if let Some(v) = find()
+        seen = results_json(out)
             .and_then(|p| serde_json::from_slice::<serde_json::Value>(&std::fs::read(p).ok()?).ok())
-        {
-            seen = v["turns"].as_array().map_or(0, |t| t.len());
-            if seen >= 2 {
-                break;
-            }
+            .and_then(|v| v["turns"].as_array().map(Vec::len))
+            .unwrap_or(0);
+        if seen >= n || child.try_wait().unwrap().is_some() {
+            break;
         }
     }
+    seen
+}
+
+fn output_text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn signal_keeps_every_finished_turn(sig: i32, code: i32, name: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let mut child = spawn_long_replay(&out);
+    let seen = wait_for_turns(&mut child, &out, 2);
     assert!(seen >= 2, "no turns were flushed");
     // SAFETY: a signal to our own child process.
     unsafe { libc::kill(child.id() as i32, sig) };
     let o = child.wait_with_output().unwrap();
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let all = output_text(&o);
     assert_eq!(o.status.code(), Some(code), "{all}");
-    let r: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(find().unwrap()).unwrap()).unwrap();
+    let r = read_results(&out);
     assert_eq!(r["header"]["interrupted"], true);
     assert_eq!(r["header"]["stop_reason"], name);
     let turns = r["turns"].as_array().unwrap();
@@ -245,7 +260,7 @@ fn signal_keeps_every_finished_turn(sig: i32, code: i32, name: &str) {
         turns.iter().all(|t| t["outcome"] == "ok"),
         "only finished turns are kept"
     );
-    assert!(find().unwrap().with_extension("html").exists());
+    assert!(results_json(&out).unwrap().with_extension("html").exists());
 }
 
 fn one_turn_scenario(dir: &Path) -> PathBuf {
@@ -351,64 +366,12 @@ async fn the_api_key_never_appears_in_replay_output_logs_or_results() {
 fn a_crash_of_the_embedded_server_ends_replay_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("results");
-    let good = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/assistant.toml");
-    let mut child = common::voxlat()
-        .args([
-            "replay",
-            "--fast",
-            "--repeat",
-            "20",
-            "--warmup",
-            "0",
-            "--output-dir",
-        ])
-        .arg(&out)
-        .arg(&good)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let find = || {
-        std::fs::read_dir(&out)
-            .ok()?
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| {
-                p.extension().is_some_and(|e| e == "json")
-                    && p.file_name()
-                        .unwrap()
-                        .to_string_lossy()
-                        .starts_with("replay-")
-            })
-    };
-    let turns = || -> usize {
-        find()
-            .and_then(|p| serde_json::from_slice::<serde_json::Value>(&std::fs::read(p).ok()?).ok())
-            .and_then(|v| v["turns"].as_array().map(Vec::len))
-            .unwrap_or(0)
-    };
-    let mut seen = 0;
-    for _ in 0..1200 {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        seen = turns();
-        if seen >= 1 || child.try_wait().unwrap().is_some() {
-            break;
-        }
-    }
+    let mut child = spawn_long_replay(&out);
+    let seen = wait_for_turns(&mut child, &out, 1);
     assert!(seen >= 1, "no turn was flushed");
-    let server: Vec<u32> = common::children_of(child.id())
-        .into_iter()
-        .filter(|p| common::comm(*p).as_deref() == Some("voxlat-server"))
-        .collect();
-    assert_eq!(server.len(), 1, "{server:?}");
-    // SAFETY: SIGKILL to the grandchild we just found.
-    unsafe { libc::kill(server[0] as i32, libc::SIGKILL) };
+    common::kill_embedded_server(child.id());
     let o = child.wait_with_output().unwrap();
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let all = output_text(&o);
     // Exit status 2: the run ended in an error (1 is "finished, with failed requests").
     assert_eq!(o.status.code(), Some(2), "{all}");
     assert!(
@@ -416,8 +379,7 @@ fn a_crash_of_the_embedded_server_ends_replay_with_the_reason() {
         "{all}"
     );
     assert!(!all.contains("panicked"), "{all}");
-    let r: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(find().unwrap()).unwrap()).unwrap();
+    let r = read_results(&out);
     assert_eq!(r["header"]["interrupted"], true);
     assert!(r["header"]["stop_reason"]
         .as_str()
@@ -427,14 +389,5 @@ fn a_crash_of_the_embedded_server_ends_replay_with_the_reason() {
     let ok = kept.iter().filter(|t| t["outcome"] == "ok").count();
     assert!(ok >= seen, "{ok} < {seen}");
     assert!(kept.len() < 100);
-    let logs = std::fs::read_dir(&out)
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with("voxlat-server-")
-        })
-        .count();
-    assert_eq!(logs, 1, "a second server was started");
+    assert_eq!(common::server_logs(&out), 1, "a second server was started");
 }

@@ -74,3 +74,29 @@ pub fn all_files_text(dir: &std::path::Path) -> Vec<(std::path::PathBuf, String)
     }
     out
 }
+
+/// SIGKILLs the one `voxlat-server` child of `parent` (the embedded server), returning its pid.
+pub fn kill_embedded_server(parent: u32) -> u32 {
+    let server: Vec<u32> = children_of(parent)
+        .into_iter()
+        .filter(|p| comm(*p).as_deref() == Some("voxlat-server"))
+        .collect();
+    assert_eq!(server.len(), 1, "one embedded server: {server:?}");
+    // SAFETY: kill(2) on a process we just found; no memory is involved.
+    unsafe { libc::kill(server[0] as i32, libc::SIGKILL) };
+    server[0]
+}
+
+/// How many embedded-server logs `dir` holds: one per server started.
+pub fn server_logs(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("voxlat-server-")
+        })
+        .count()
+}

@@ -12,12 +12,16 @@
 //! loopback and kernel delivery time, which it cannot tell apart (and which a user's TTFT
 //! includes anyway). It is a benchmark, not a test: the figures are printed, not asserted.
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::request;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use voxlat_core::stats::Summary;
 use voxlat_core::{clock, EventKind, RequestId, Timeline};
-use voxlat_llm::{ChatRequest, ClientOptions, Endpoint, LlmClient, Message};
+use voxlat_llm::{ClientOptions, Endpoint, LlmClient};
 use voxlat_testkit::{Builder, Script, ScriptedServer};
 
 fn thread_cpu_s() -> f64 {
@@ -28,16 +32,6 @@ fn thread_cpu_s() -> f64 {
     // SAFETY: clock_gettime writes into the struct we own.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
-}
-
-fn request() -> ChatRequest {
-    ChatRequest {
-        model: "scripted-model".into(),
-        messages: vec![Message::new("user", "hi")],
-        max_tokens: Some(32),
-        include_usage: true,
-        ..ChatRequest::default()
-    }
 }
 
 /// Runs `total` requests with `concurrency` in flight; returns (request id → client TTFT

@@ -1,23 +1,14 @@
 //! The streaming client against the scripted server: every SSE quirk and every error class,
 //! with the client's stamps checked against the server's own send times.
 
+mod common;
+
+use common::request;
 use std::time::Duration;
 use voxlat_core::{EventKind, Nanos, RequestId, Timeline};
 use voxlat_llm::record::TokenSource;
-use voxlat_llm::{
-    ChatRequest, ClientOptions, Endpoint, ErrorClass, LlmClient, LlmError, Message, StreamOutcome,
-};
+use voxlat_llm::{ClientOptions, Endpoint, ErrorClass, LlmClient, LlmError, StreamOutcome};
 use voxlat_testkit::{Builder, ReasoningStyle, Script, ScriptedServer};
-
-fn request() -> ChatRequest {
-    ChatRequest {
-        model: "scripted-model".into(),
-        messages: vec![Message::new("user", "hi")],
-        max_tokens: Some(32),
-        include_usage: true,
-        ..ChatRequest::default()
-    }
-}
 
 async fn run_with(
     server_base: &str,

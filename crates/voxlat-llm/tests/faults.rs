@@ -1,24 +1,15 @@
 //! Fault injection: what real gateways and crashing backends do, each ending in the right error
 //! class, no panic, and the partial timings of the request kept.
 
+mod common;
+
+use common::request;
 use std::time::Duration;
 use voxlat_core::{EventKind, RequestId, Timeline};
 use voxlat_llm::sse::MAX_EVENT_BYTES;
-use voxlat_llm::{
-    ChatRequest, ClientOptions, Endpoint, ErrorClass, LlmClient, LlmError, Message, StreamOutcome,
-};
+use voxlat_llm::{ClientOptions, Endpoint, ErrorClass, LlmClient, LlmError, StreamOutcome};
 use voxlat_testkit::raw::ResettingServer;
 use voxlat_testkit::{Builder, Script};
-
-fn request() -> ChatRequest {
-    ChatRequest {
-        model: "scripted-model".into(),
-        messages: vec![Message::new("user", "hi")],
-        max_tokens: Some(32),
-        include_usage: true,
-        ..ChatRequest::default()
-    }
-}
 
 async fn stream(base: &str, opts: ClientOptions) -> (Timeline, StreamOutcome, Option<LlmError>) {
     let client = LlmClient::new(Endpoint::new(base, None), opts).unwrap();

@@ -238,31 +238,35 @@ fn is_ellipsis(run: &str) -> bool {
     run.chars().filter(|&c| c == '.').count() >= 2 && !run.contains(['!', '?'])
 }
 
-/// Whether the period at `dot` ends an abbreviation rather than a sentence. `after` is the
-/// index just past the period's run (its closers included).
-fn is_abbreviation(chars: &[(usize, char)], dot: usize, after: usize) -> bool {
+/// The text between the previous whitespace and the period at `dot`.
+fn word_before(chars: &[(usize, char)], dot: usize) -> String {
     let start = chars[..dot]
         .iter()
         .rposition(|&(_, c)| c.is_whitespace())
         .map_or(0, |p| p + 1);
-    let word: String = chars[start..dot].iter().map(|&(_, c)| c).collect();
+    chars[start..dot].iter().map(|&(_, c)| c).collect()
+}
+
+/// Opening quotes and brackets that may precede a word.
+const OPENERS: &[char] = &['"', '\'', '(', '[', '{', '“', '‘', '«'];
+
+/// Whether the period at `dot` ends an abbreviation rather than a sentence. `after` is the
+/// index just past the period's run (its closers included).
+fn is_abbreviation(chars: &[(usize, char)], dot: usize, after: usize) -> bool {
     let next = chars[after..]
         .iter()
         .map(|&(_, c)| c)
         .find(|c| !c.is_whitespace());
-    abbreviation_before_dot(&word, next)
+    abbreviation_before_dot(&word_before(chars, dot), next)
 }
 
 /// Whether the period at `dot` is judged by the word after it ("No. 5") and that word has not
 /// arrived yet. Found by fuzzing: deciding early made the chunks depend on delta boundaries.
 fn depends_on_next_word(chars: &[(usize, char)], dot: usize, after: usize) -> bool {
-    let start = chars[..dot]
-        .iter()
-        .rposition(|&(_, c)| c.is_whitespace())
-        .map_or(0, |p| p + 1);
-    let word: String = chars[start..dot].iter().map(|&(_, c)| c).collect();
-    let word = word.trim_start_matches(['"', '\'', '(', '[', '{', '“', '‘', '«']);
-    word.eq_ignore_ascii_case("no") && chars[after..].iter().all(|&(_, c)| c.is_whitespace())
+    word_before(chars, dot)
+        .trim_start_matches(OPENERS)
+        .eq_ignore_ascii_case("no")
+        && chars[after..].iter().all(|&(_, c)| c.is_whitespace())
 }
 
 /// Whether `word` (the text between the previous whitespace and a period) is an abbreviation,
@@ -271,7 +275,7 @@ fn depends_on_next_word(chars: &[(usize, char)], dot: usize, after: usize) -> bo
 pub(crate) fn abbreviation_before_dot(word: &str, next: Option<char>) -> bool {
     let word: String = word
         .chars()
-        .skip_while(|c| matches!(c, '"' | '\'' | '(' | '[' | '{' | '“' | '‘' | '«'))
+        .skip_while(|c| OPENERS.contains(c))
         .flat_map(char::to_lowercase)
         .collect();
     if word.is_empty() {
