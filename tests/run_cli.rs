@@ -80,10 +80,12 @@ impl Drop for Pulse {
     }
 }
 
-/// What the virtual speaker played, sample by sample, on this process's clock.
+/// What the virtual speaker played, sample by sample (value, time on this process's clock),
+/// readable while recording.
 struct Recorder {
     stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<Vec<(f32, u64)>>>,
+    samples: Arc<Mutex<Vec<(f32, u64)>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Recorder {
@@ -91,20 +93,21 @@ impl Recorder {
         voxlat_core::clock::init();
         let host = device::host(None).unwrap();
         let input = device::pick(&host, Direction::Input, None).unwrap();
-        let mut cap = Capture::open(&input, 16_000).unwrap();
+        let mut cap = Capture::open(&input, 16_000, None).unwrap();
         let t0 = Instant::now();
         while !cap.started() && t0.elapsed() < Duration::from_secs(10) {
             std::thread::sleep(Duration::from_millis(5));
         }
         assert!(cap.started(), "the monitor source delivered nothing");
         let stop = Arc::new(AtomicBool::new(false));
-        let s = stop.clone();
+        let samples = Arc::new(Mutex::new(Vec::new()));
+        let (s, out) = (stop.clone(), samples.clone());
         let thread = std::thread::spawn(move || {
-            let mut out = Vec::new();
             while !s.load(Ordering::Acquire) {
                 match cap.next_frame(160) {
                     Some(f) => {
                         let n = f.samples.len() as u64;
+                        let mut out = out.lock().unwrap();
                         for (i, v) in f.samples.into_iter().enumerate() {
                             out.push((v, f.t_end.0.saturating_sub((n - 1 - i as u64) * 62_500)));
                         }
@@ -112,17 +115,37 @@ impl Recorder {
                     None => std::thread::sleep(Duration::from_millis(5)),
                 }
             }
-            out
         });
         Recorder {
             stop,
+            samples,
             thread: Some(thread),
         }
     }
 
+    /// Waits until something louder than `level` is recorded after `from` (this process's
+    /// clock); returns its time.
+    fn wait_for_sound(&self, from: u64, level: f32, timeout: Duration) -> Option<u64> {
+        let t0 = Instant::now();
+        while t0.elapsed() < timeout {
+            if let Some(s) = self
+                .samples
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|s| s.1 >= from && s.0.abs() > level)
+            {
+                return Some(s.1);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+
     fn finish(mut self) -> Vec<(f32, u64)> {
         self.stop.store(true, Ordering::Release);
-        self.thread.take().unwrap().join().unwrap()
+        self.thread.take().unwrap().join().unwrap();
+        std::mem::take(&mut *self.samples.lock().unwrap())
     }
 }
 
@@ -139,14 +162,7 @@ fn start_voxlat(
     extra: &[&str],
 ) -> (Child, std::thread::JoinHandle<String>) {
     let mut child = common::voxlat()
-        .args([
-            "run",
-            "--max-turns",
-            "1",
-            "--idle-timeout",
-            "120",
-            "--output-dir",
-        ])
+        .args(["run", "--idle-timeout", "120", "--output-dir"])
         .arg(out)
         .arg("--save-replies")
         .arg(out.join("replies"))
@@ -234,7 +250,7 @@ fn a_spoken_question_is_answered_through_the_speaker_on_time() {
     let pulse = Pulse::start();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("results");
-    let (child, log) = start_voxlat(&pulse, &out, &[]);
+    let (child, log) = start_voxlat(&pulse, &out, &["--max-turns", "1", "--period-ms", "20"]);
     let rec = Recorder::start();
     std::thread::sleep(Duration::from_millis(500));
     let mut player = pulse.play(&scenario("synthetic-moon.wav"));
@@ -363,4 +379,149 @@ fn a_spoken_question_is_answered_through_the_speaker_on_time() {
         "Whisper heard {heard_text:?} from the speaker, the reply was {}",
         t["reply_text"]
     );
+}
+
+/// A long reply streamed slowly, so it is still streaming and playing when the user speaks
+/// over it; then a short one for the turn the interruption starts.
+fn slow_then_short(_body: &serde_json::Value, i: usize) -> voxlat_testkit::Script {
+    let text = if i == 0 {
+        "The moon is about three hundred and eighty thousand kilometres away, which is roughly \
+         thirty times the width of the earth, and light from its surface takes a little more \
+         than one second to reach us, so when you look at it you see it as it was a moment \
+         ago, and astronauts needed about three days to travel there in the nineteen sixties."
+    } else {
+        "You are welcome."
+    };
+    let mut tokens: Vec<String> = text.split_inclusive(' ').map(String::from).collect();
+    if i == 0 {
+        // Twice over: long enough that barge-in always comes before the stream ends.
+        tokens.extend(tokens.clone());
+    }
+    voxlat_testkit::Script {
+        ttft: Duration::from_millis(50),
+        itl: Duration::from_millis(if i == 0 { 120 } else { 10 }),
+        tokens,
+        ..voxlat_testkit::Script::default()
+    }
+}
+
+/// A scenario clip made louder than the reply, as a user close to the microphone is
+/// (tanh keeps it within full scale).
+fn loud_copy(src: &Path, dst: &Path, gain: f32) {
+    let d = voxlat_audio::wav::read(src).unwrap();
+    let x: Vec<f32> = d.audio.samples.iter().map(|v| (v * gain).tanh()).collect();
+    voxlat_audio::wav::write(dst, &x, d.audio.rate).unwrap();
+}
+
+#[test]
+fn speaking_over_the_reply_stops_playback_and_aborts_the_llm_request() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let llm = voxlat_testkit::Builder::per_request(slow_then_short).start_on_own_runtime(1);
+    let pulse = Pulse::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let (child, log) = start_voxlat(
+        &pulse,
+        &out,
+        &[
+            "--max-turns",
+            "2",
+            "--period-ms",
+            "20",
+            "--llm-url",
+            &llm.base_url(),
+        ],
+    );
+    let rec = Recorder::start();
+    std::thread::sleep(Duration::from_millis(500));
+    let asked = voxlat_core::clock::now().0;
+    let _ = pulse.play(&scenario("synthetic-moon.wav")).wait();
+    let question_end = voxlat_core::clock::now().0;
+    // The reply starts: the first sound after the question.
+    let reply_heard = rec
+        .wait_for_sound(
+            question_end + 300_000_000,
+            ONSET_LEVEL,
+            Duration::from_secs(120),
+        )
+        .expect("the reply never played");
+    std::thread::sleep(Duration::from_millis(700));
+    let clip = dir.path().join("thank-you-loud.wav");
+    loud_copy(&scenario("real-auth-thankyou.wav"), &clip, 4.0);
+    let _ = pulse.play(&clip).wait();
+    let clip_end = voxlat_core::clock::now().0;
+    let (ok, all) = wait(child, log);
+    let recorded = rec.finish();
+    assert!(ok, "voxlat run failed:\n{all}");
+    let _ = asked;
+
+    let r = results(&out);
+    let turns = r["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 2, "{all}");
+    let t = &turns[0];
+    assert_eq!(t["outcome"], "interrupted", "{t}");
+    let i = &t["interrupted"];
+    assert_eq!(i["during"], "playout", "{i}");
+    assert_eq!(i["llm_aborted"], true, "{i}");
+    let reaction = i["reaction_ms"].as_f64().expect("reaction time");
+    let stopped = i["playback_stopped"].as_u64().expect("stop time");
+    let onset = i["onset"].as_u64().unwrap();
+    assert!(reaction > 0.0 && stopped > onset, "{i}");
+    // Partial timings are kept: the reply had started playing.
+    assert!(t["events"]["playout_start"].as_u64().unwrap() < stopped);
+    eprintln!("barge-in reaction (speech onset → playback stopped): {reaction:.1} ms");
+
+    // The HTTP request was dropped mid-stream: the server saw the client go away before it
+    // sent every token.
+    let served = llm.requests();
+    assert_eq!(served.len(), 2);
+    assert!(
+        !served[0].completed,
+        "the first LLM request ran to completion"
+    );
+    assert!(
+        served[0].content_sent.len() < slow_then_short(&serde_json::Value::Null, 0).tokens.len()
+    );
+
+    // The interruption is the next turn, which is answered; the interrupted turn is counted
+    // but left out of the latency figures.
+    let t2 = &turns[1];
+    assert_eq!(t2["outcome"], "ok", "{t2}");
+    assert!(
+        t2["transcript"]
+            .as_str()
+            .unwrap()
+            .to_lowercase()
+            .contains("thank"),
+        "{}",
+        t2["transcript"]
+    );
+    let a = &r["aggregate"];
+    assert_eq!(a["interrupted"], 1);
+    assert_eq!(a["total"]["n"], 1, "{a}");
+
+    // The speaker really went quiet: nothing but silence between the end of the user's clip
+    // and the next reply.
+    let voxlat_offset: i128 = r["stages"]["clock"]["monotonic_minus_process_ns"]
+        .as_i64()
+        .unwrap()
+        .into();
+    let to_mine = |voxlat_ns: u64| (i128::from(voxlat_ns) + voxlat_offset - my_offset()) as u64;
+    let next_reply = to_mine(t2["events"]["playout_start"].as_u64().unwrap());
+    let quiet: Vec<f32> = recorded
+        .iter()
+        .filter(|s| s.1 > clip_end + 100_000_000 && s.1 + 20_000_000 < next_reply)
+        .map(|s| s.0)
+        .collect();
+    assert!(
+        quiet.len() > 16_000 / 4,
+        "only {} samples between the clip and the next reply",
+        quiet.len()
+    );
+    let peak = quiet.iter().fold(0f32, |m, v| m.max(v.abs()));
+    assert!(
+        peak < 0.01,
+        "the interrupted reply kept playing (peak {peak})"
+    );
+    assert!(reply_heard < to_mine(stopped));
 }

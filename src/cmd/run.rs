@@ -71,6 +71,11 @@ pub struct RunArgs {
     /// Microphone level over the reply's level that counts as the user speaking over it.
     #[arg(long)]
     pub barge_in_ratio: Option<f32>,
+    /// Frames per device callback as milliseconds (two periods are buffered for output).
+    /// Larger survives a busy machine without xruns (gaps, counted per turn) at the cost of
+    /// output latency (the `device` segment). [default: the device's]
+    #[arg(long, value_name = "MS")]
+    pub period_ms: Option<u32>,
     /// Stop after this many turns (headless use, tests).
     #[arg(long)]
     pub max_turns: Option<u32>,
@@ -195,9 +200,13 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let llm_url = endpoint.base_url.value.clone();
     let (asr, tts, client) = load_stages(&budget, &whisper, &voice, runtime.clone(), endpoint)?;
 
-    let playback = voxlat_audio::playback::Playback::open(&output)?;
+    let period = |rate: u32| args.period_ms.map(|ms| (rate * ms / 1000).max(16));
+    let out_rate = device::default_rate(&output, Direction::Output).unwrap_or(48_000);
+    let in_rate = device::default_rate(&input, Direction::Input).unwrap_or(48_000);
+    let playback = voxlat_audio::playback::Playback::open(&output, period(out_rate))?;
     let speaker = Speaker::start(playback, listener.echo_tail_ms)?;
-    let capture = voxlat_audio::capture::Capture::open(&input, voxlat_audio::PIPELINE_RATE)?;
+    let capture =
+        voxlat_audio::capture::Capture::open(&input, voxlat_audio::PIPELINE_RATE, period(in_rate))?;
     let input_info = serde_json::json!({
         "device": capture.device,
         "rate": capture.rate,
@@ -333,7 +342,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         }
     });
     stop.store(true, Ordering::Release);
-    let dropped = listener_thread.join().unwrap_or(0);
+    let (dropped, xruns) = listener_thread.join().unwrap_or((0, 0));
     let interrupted = match outcome {
         Ok(i) => i,
         Err(e) => {
@@ -343,6 +352,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     if let Some(s) = writer.results.stages.as_object_mut() {
         s.insert("input_dropped_samples".into(), dropped.into());
+        s.insert("input_xruns".into(), xruns.into());
     }
     writer.finish(interrupted)?;
     let html = writer.json.with_extension("html");

@@ -15,8 +15,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let host = device::host(None)?;
     let input = device::pick(&host, Direction::Input, None)?;
     let output = device::pick(&host, Direction::Output, None)?;
-    let mut cap = Capture::open(&input, 16_000)?;
-    let mut play = Playback::open(&output)?;
+    let mut cap = Capture::open(&input, 16_000, None)?;
+    let mut play = Playback::open(&output, None)?;
     println!(
         "input {} {} Hz x{} (clock ±{} ns); output {} {} Hz x{} (clock ±{} ns)",
         cap.device,
@@ -28,6 +28,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         play.channels,
         play.clock.error_ns
     );
+    {
+        use cpal::traits::StreamTrait;
+        println!(
+            "periods: input {:?} frames, output {:?} frames",
+            cap.stream().buffer_size(),
+            play.stream().buffer_size()
+        );
+    }
     let t0 = Instant::now();
     while !cap.started() && t0.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(5));

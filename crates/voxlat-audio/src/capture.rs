@@ -75,8 +75,13 @@ pub struct Capture {
 }
 
 impl Capture {
-    /// Opens `device` in its default configuration and starts it; frames come out at `out_rate`.
-    pub fn open(device: &cpal::Device, out_rate: u32) -> Result<Capture, DeviceError> {
+    /// Opens `device` in its default configuration (with `period` frames per callback when
+    /// given) and starts it; frames come out at `out_rate`.
+    pub fn open(
+        device: &cpal::Device,
+        out_rate: u32,
+        period: Option<u32>,
+    ) -> Result<Capture, DeviceError> {
         let name = device_id(device);
         let err = |detail: String| DeviceError::Stream {
             direction: Direction::Input.name(),
@@ -86,7 +91,10 @@ impl Capture {
         let supported = device
             .default_input_config()
             .map_err(|e| err(format!("no usable input configuration: {e}")))?;
-        let config = supported.config();
+        let mut config = supported.config();
+        if let Some(p) = period {
+            config.buffer_size = cpal::BufferSize::Fixed(p);
+        }
         let rate = config.sample_rate;
         let channels = config.channels.max(1);
         let (prod, samples) = HeapRb::<f32>::new(rate as usize * RING_SECONDS).split();

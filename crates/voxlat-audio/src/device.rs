@@ -83,6 +83,16 @@ pub fn device_id(d: &cpal::Device) -> String {
         .unwrap_or_else(|_| d.to_string())
 }
 
+/// The rate a device opens at by default in `dir`.
+pub fn default_rate(d: &cpal::Device, dir: Direction) -> Option<u32> {
+    match dir {
+        Direction::Input => d.default_input_config(),
+        Direction::Output => d.default_output_config(),
+    }
+    .ok()
+    .map(|c| c.sample_rate())
+}
+
 /// A device's human name.
 pub fn device_name(d: &cpal::Device) -> String {
     d.description()

@@ -34,8 +34,9 @@ pub struct Playback {
 }
 
 impl Playback {
-    /// Opens `device` in its default configuration and starts it playing silence.
-    pub fn open(device: &cpal::Device) -> Result<Playback, DeviceError> {
+    /// Opens `device` in its default configuration (with `period` frames per callback, and
+    /// two periods of buffer, when given) and starts it playing silence.
+    pub fn open(device: &cpal::Device, period: Option<u32>) -> Result<Playback, DeviceError> {
         let name = device_id(device);
         let err = |detail: String| DeviceError::Stream {
             direction: Direction::Output.name(),
@@ -45,7 +46,10 @@ impl Playback {
         let supported = device
             .default_output_config()
             .map_err(|e| err(format!("no usable output configuration: {e}")))?;
-        let config = supported.config();
+        let mut config = supported.config();
+        if let Some(p) = period {
+            config.buffer_size = cpal::BufferSize::Fixed(p);
+        }
         let (prod, cons) = HeapRb::<f32>::new(config.sample_rate as usize * RING_SECONDS).split();
         let (stamp_prod, stamps) = HeapRb::<OutStamp>::new(STAMPS).split();
         let flush = Arc::new(AtomicBool::new(false));

@@ -141,14 +141,14 @@ pub enum MicEvent {
 }
 
 /// The microphone thread: capture → gate → endpointer. Stops when `stop` is raised or the
-/// receiver goes away; returns the capture's dropped-sample count.
+/// receiver goes away; returns the capture's dropped samples and driver overruns.
 pub fn spawn_listener(
     mut capture: Capture,
     cfg: ListenerConfig,
     echo: Arc<EchoRef>,
     tx: mpsc::Sender<MicEvent>,
     stop: Arc<AtomicBool>,
-) -> std::io::Result<std::thread::JoinHandle<u64>> {
+) -> std::io::Result<std::thread::JoinHandle<(u64, u64)>> {
     std::thread::Builder::new()
         .name("mic+vad".into())
         .spawn(move || {
@@ -162,7 +162,7 @@ pub fn spawn_listener(
                 Ok(e) => e,
                 Err(e) => {
                     send(MicEvent::Failed(e));
-                    return capture.dropped();
+                    return (capture.dropped(), capture.xruns());
                 }
             };
             let floor = 10f32.powf(cfg.barge_in_floor_db / 20.0);
@@ -233,12 +233,12 @@ pub fn spawn_listener(
                     // The endpointer hears the new utterance from before its onset.
                     for f in recent.drain(..) {
                         if !feed(&mut ep, &f) {
-                            return capture.dropped();
+                            return (capture.dropped(), capture.xruns());
                         }
                     }
                 }
             }
-            capture.dropped()
+            (capture.dropped(), capture.xruns())
         })
 }
 

@@ -439,7 +439,14 @@ impl Pipeline {
         }
         let onset = cancel.as_ref().and_then(|c| *c.borrow());
         if let Some(onset) = onset.filter(|_| aborted || played.stopped_at.is_some()) {
-            interrupt(rec, if aborted { "llm" } else { "playout" }, onset);
+            let during = if tl.get(EventKind::PlayoutStart).is_some() {
+                "playout"
+            } else if aborted {
+                "llm"
+            } else {
+                "tts"
+            };
+            interrupt(rec, during, onset);
             if let Some(i) = rec.interrupted.as_mut() {
                 i.llm_aborted = aborted;
                 i.playback_stopped = played.stopped_at;
