@@ -21,6 +21,14 @@ install_system_packages() {
   if [[ " ${missing[*]} " == *" python3 "* ]] && command -v python3 >/dev/null 2>&1; then
     missing=("${missing[@]/python3}")
   fi
+  # On a PipeWire desktop, installing pulseaudio would replace pipewire-pulse: leave it out
+  # (only the live-mode tests need it; they say so if it is missing).
+  if [[ " ${missing[*]} " == *" pulseaudio "* ]] && dpkg-query -W -f='${Status}' pipewire-pulse 2>/dev/null | grep -q "install ok installed"; then
+    echo "note: pipewire-pulse is installed, so pulseaudio (for the live-mode tests) is not" >&2
+    local keep=()
+    for p in "${missing[@]}"; do [[ "$p" != pulseaudio ]] && keep+=("$p"); done
+    missing=("${keep[@]}")
+  fi
   local want=()
   for p in "${missing[@]}"; do [[ -n "$p" ]] && want+=("$p"); done
   if ((${#want[@]})); then
