@@ -165,6 +165,15 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let host = device::host(args.host.as_deref())?;
     let input = device::pick(&host, Direction::Input, args.input.as_deref())?;
     let output = device::pick(&host, Direction::Output, args.output.as_deref())?;
+    // Both streams open now, for the same reason; what the microphone hears while the
+    // models load is discarded before listening.
+    let period = |rate: u32| args.period_ms.map(|ms| (rate * ms / 1000).max(16));
+    let out_rate = device::default_rate(&output, Direction::Output).unwrap_or(48_000);
+    let in_rate = device::default_rate(&input, Direction::Input).unwrap_or(48_000);
+    let playback = voxlat_audio::playback::Playback::open(&output, period(out_rate))?;
+    let speaker = Speaker::start(playback, listener.echo_tail_ms)?;
+    let capture =
+        voxlat_audio::capture::Capture::open(&input, voxlat_audio::PIPELINE_RATE, period(in_rate))?;
 
     let budget = ThreadBudget::detect();
     let store = voxlat_models::Store::open_default(None)?;
@@ -200,13 +209,6 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let llm_url = endpoint.base_url.value.clone();
     let (asr, tts, client) = load_stages(&budget, &whisper, &voice, runtime.clone(), endpoint)?;
 
-    let period = |rate: u32| args.period_ms.map(|ms| (rate * ms / 1000).max(16));
-    let out_rate = device::default_rate(&output, Direction::Output).unwrap_or(48_000);
-    let in_rate = device::default_rate(&input, Direction::Input).unwrap_or(48_000);
-    let playback = voxlat_audio::playback::Playback::open(&output, period(out_rate))?;
-    let speaker = Speaker::start(playback, listener.echo_tail_ms)?;
-    let capture =
-        voxlat_audio::capture::Capture::open(&input, voxlat_audio::PIPELINE_RATE, period(in_rate))?;
     let input_info = serde_json::json!({
         "device": capture.device,
         "rate": capture.rate,

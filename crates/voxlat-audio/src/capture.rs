@@ -153,9 +153,11 @@ impl Capture {
         self.flags.dropped.load(Ordering::Relaxed)
     }
 
-    /// Discards everything captured so far (e.g. audio from before the pipeline was ready).
+    /// Discards everything captured so far (e.g. audio from before the pipeline was ready),
+    /// and forgets samples the ring dropped meanwhile.
     pub fn discard(&mut self) {
         self.pull();
+        self.flags.dropped.store(0, Ordering::Relaxed);
         let n = self.out.len();
         self.out.clear();
         self.out_index += n as u64;

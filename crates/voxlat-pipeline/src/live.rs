@@ -103,6 +103,31 @@ pub fn rms(x: &[f32]) -> f32 {
     (x.iter().map(|v| v * v).sum::<f32>() / x.len() as f32).sqrt()
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gate_follows_the_reply_as_played_and_its_tail() {
+        let e = EchoRef::default();
+        assert!(!e.active(Nanos(0)));
+        e.begin();
+        e.played(Nanos(1_000_000_000), Nanos(1_010_000_000), 0.2);
+        e.played(Nanos(1_010_000_000), Nanos(1_020_000_000), 0.05);
+        assert!(e.active(Nanos(5_000_000_000)), "playing: gated whenever");
+        // The loudest level within the slack of the frame counts; far away, nothing does.
+        assert_eq!(e.level(Nanos(1_030_000_000), Nanos(1_050_000_000)), 0.2);
+        assert_eq!(e.level(Nanos(2_000_000_000), Nanos(2_020_000_000)), 0.0);
+        e.end(Nanos(1_200_000_000));
+        assert!(
+            e.active(Nanos(1_150_000_000)),
+            "the echo tail is still gated"
+        );
+        assert!(!e.active(Nanos(1_200_000_000)));
+        assert!((rms(&[0.5, -0.5]) - 0.5).abs() < 1e-6 && rms(&[]) == 0.0);
+    }
+}
+
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct ListenerConfig {
     pub endpointer: EndpointerConfig,
@@ -422,7 +447,13 @@ fn speaker_thread(
                 }
                 SpeakerCmd::Audio { samples, rate } => {
                     if let Some(a) = active.as_mut().filter(|a| !a.stop) {
+                        let t = std::time::Instant::now();
                         let dev = voxlat_audio::resample::resample(&samples, rate, out.rate);
+                        tracing::debug!(
+                            samples = samples.len(),
+                            ms = t.elapsed().as_secs_f64() * 1e3,
+                            "speaker: chunk resampled"
+                        );
                         a.audio.extend_from_slice(&dev);
                         a.pending.extend(dev);
                     }
@@ -450,8 +481,9 @@ fn speaker_thread(
         if !a.pending.is_empty() {
             let now = clock::now();
             let n = out.push(a.pending.make_contiguous());
-            if n > 0 {
-                a.queued.get_or_insert(now);
+            if n > 0 && a.queued.is_none() {
+                a.queued = Some(now);
+                tracing::debug!("speaker: first sample queued");
             }
             a.pending.drain(..n);
         }
