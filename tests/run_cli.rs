@@ -93,7 +93,7 @@ impl Recorder {
         voxlat_core::clock::init();
         let host = device::host(None).unwrap();
         let input = device::pick(&host, Direction::Input, None).unwrap();
-        let mut cap = Capture::open(&input, 16_000, None).unwrap();
+        let mut cap = Capture::open(&input, 16_000, Some(320)).unwrap();
         let t0 = Instant::now();
         while !cap.started() && t0.elapsed() < Duration::from_secs(10) {
             std::thread::sleep(Duration::from_millis(5));
@@ -250,7 +250,7 @@ fn a_spoken_question_is_answered_through_the_speaker_on_time() {
     let pulse = Pulse::start();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("results");
-    let (child, log) = start_voxlat(&pulse, &out, &["--max-turns", "1", "--period-ms", "20"]);
+    let (child, log) = start_voxlat(&pulse, &out, &["--max-turns", "1"]);
     let rec = Recorder::start();
     std::thread::sleep(Duration::from_millis(500));
     let mut player = pulse.play(&scenario("synthetic-moon.wav"));
@@ -423,14 +423,7 @@ fn speaking_over_the_reply_stops_playback_and_aborts_the_llm_request() {
     let (child, log) = start_voxlat(
         &pulse,
         &out,
-        &[
-            "--max-turns",
-            "2",
-            "--period-ms",
-            "20",
-            "--llm-url",
-            &llm.base_url(),
-        ],
+        &["--max-turns", "2", "--llm-url", &llm.base_url()],
     );
     let rec = Recorder::start();
     std::thread::sleep(Duration::from_millis(500));

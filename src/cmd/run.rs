@@ -71,11 +71,12 @@ pub struct RunArgs {
     /// Microphone level over the reply's level that counts as the user speaking over it.
     #[arg(long)]
     pub barge_in_ratio: Option<f32>,
-    /// Frames per device callback as milliseconds (two periods are buffered for output).
-    /// Larger survives a busy machine without xruns (gaps, counted per turn) at the cost of
-    /// output latency (the `device` segment). [default: the device's]
-    #[arg(long, value_name = "MS")]
-    pub period_ms: Option<u32>,
+    /// Device period in ms (callback size; output buffers two). Larger survives a busy
+    /// machine without xruns (gaps, counted per turn) at the cost of output latency (the
+    /// `device` segment); 0 takes the device's default (through ALSA's pulse plugin that
+    /// default made cpal's capture thread spin at ~35% of a core).
+    #[arg(long, value_name = "MS", default_value_t = 20)]
+    pub period_ms: u32,
     /// Stop after this many turns (headless use, tests).
     #[arg(long)]
     pub max_turns: Option<u32>,
@@ -167,13 +168,21 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let output = device::pick(&host, Direction::Output, args.output.as_deref())?;
     // Both streams open now, for the same reason; what the microphone hears while the
     // models load is discarded before listening.
-    let period = |rate: u32| args.period_ms.map(|ms| (rate * ms / 1000).max(16));
+    let period = |rate: u32| (args.period_ms > 0).then(|| (rate * args.period_ms / 1000).max(16));
     let out_rate = device::default_rate(&output, Direction::Output).unwrap_or(48_000);
     let in_rate = device::default_rate(&input, Direction::Input).unwrap_or(48_000);
-    let playback = voxlat_audio::playback::Playback::open(&output, period(out_rate))?;
+    use voxlat_audio::{capture::Capture, playback::Playback};
+    // A device that refuses the period still works with its own.
+    let playback = Playback::open(&output, period(out_rate)).or_else(|e| {
+        eprintln!("warning: {e}; using the device's default period");
+        Playback::open(&output, None)
+    })?;
     let speaker = Speaker::start(playback, listener.echo_tail_ms)?;
     let capture =
-        voxlat_audio::capture::Capture::open(&input, voxlat_audio::PIPELINE_RATE, period(in_rate))?;
+        Capture::open(&input, voxlat_audio::PIPELINE_RATE, period(in_rate)).or_else(|e| {
+            eprintln!("warning: {e}; using the device's default period");
+            Capture::open(&input, voxlat_audio::PIPELINE_RATE, None)
+        })?;
 
     let budget = ThreadBudget::detect();
     let store = voxlat_models::Store::open_default(None)?;
