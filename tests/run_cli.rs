@@ -93,7 +93,7 @@ impl Recorder {
         voxlat_core::clock::init();
         let host = device::host(None).unwrap();
         let input = device::pick(&host, Direction::Input, None).unwrap();
-        let mut cap = Capture::open(&input, 16_000, Some(320)).unwrap();
+        let mut cap = Capture::open(&input, 16_000, Some(960)).unwrap();
         let t0 = Instant::now();
         while !cap.started() && t0.elapsed() < Duration::from_secs(10) {
             std::thread::sleep(Duration::from_millis(5));

@@ -223,6 +223,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         "rate": capture.rate,
         "channels": capture.channels,
         "clock_error_ns": capture.clock.error_ns,
+        "raised": capture.raised(),
     });
     let (mono, mono_err) = voxlat_audio::clockmap::monotonic_offset();
     let stages = serde_json::json!({

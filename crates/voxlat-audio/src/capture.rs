@@ -35,6 +35,8 @@ pub(crate) struct Flags {
     pub dropped: AtomicU64,
     /// Buffer under/overruns the driver reported (the callback came too late).
     pub xruns: AtomicU64,
+    /// The callback thread got a higher scheduling weight.
+    pub raised: AtomicBool,
 }
 
 impl Flags {
@@ -143,6 +145,11 @@ impl Capture {
         self.flags.failed.load(Ordering::Acquire)
     }
 
+    /// Whether the callback thread got its higher scheduling weight (privileged processes).
+    pub fn raised(&self) -> bool {
+        self.flags.raised.load(Ordering::Relaxed)
+    }
+
     /// Overruns the driver reported: audio lost because the callback ran too late.
     pub fn xruns(&self) -> u64 {
         self.flags.xruns.load(Ordering::Relaxed)
@@ -223,9 +230,16 @@ where
     let scale = 1.0 / ch as f32;
     let mut pushed: u64 = 0;
     let on_error = flags.clone();
+    let mut raised = false;
     device.build_input_stream::<T, _, _>(
         *config,
         move |data: &[T], info: &cpal::InputCallbackInfo| {
+            if !raised {
+                raised = true;
+                flags
+                    .raised
+                    .store(crate::priority::raise_current_thread(), Ordering::Relaxed);
+            }
             // Real-time thread: no allocation, no lock, no logging; a full ring drops samples
             // and counts them.
             let at_ns = info.timestamp().capture.as_nanos() as u64;

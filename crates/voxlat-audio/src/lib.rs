@@ -7,6 +7,7 @@ pub mod clockmap;
 pub mod device;
 pub mod playback;
 pub mod playout;
+mod priority;
 pub mod resample;
 pub mod wav;
 

@@ -91,6 +91,11 @@ impl Playback {
         self.flags.failed.load(Ordering::Acquire)
     }
 
+    /// Whether the callback thread got its higher scheduling weight (privileged processes).
+    pub fn raised(&self) -> bool {
+        self.flags.raised.load(Ordering::Relaxed)
+    }
+
     /// Underruns the driver reported: the callback ran too late and the device played
     /// silence (heard as a click or gap), whatever the ring held.
     pub fn xruns(&self) -> u64 {
@@ -147,9 +152,16 @@ where
     let ch = usize::from(config.channels.max(1));
     let mut consumed: u64 = 0;
     let on_error = flags.clone();
+    let mut raised = false;
     device.build_output_stream::<T, _, _>(
         *config,
         move |data: &mut [T], info: &cpal::OutputCallbackInfo| {
+            if !raised {
+                raised = true;
+                flags
+                    .raised
+                    .store(crate::priority::raise_current_thread(), Ordering::Relaxed);
+            }
             // Real-time thread: no allocation, no lock, no logging.
             let at_ns = info.timestamp().playback.as_nanos() as u64;
             let flushed = flush.swap(false, Ordering::AcqRel);

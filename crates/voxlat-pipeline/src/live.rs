@@ -298,6 +298,8 @@ pub struct OutputInfo {
     pub rate: u32,
     pub channels: u16,
     pub clock_error_ns: u64,
+    /// The output callback runs at a raised scheduling weight (known once it has run).
+    pub raised: bool,
 }
 
 /// A handle on the speaker thread. One reply at a time.
@@ -332,6 +334,13 @@ impl Speaker {
             rate: playback.rate,
             channels: playback.channels,
             clock_error_ns: playback.clock.error_ns,
+            raised: {
+                let t0 = std::time::Instant::now();
+                while !playback.started() && t0.elapsed() < Duration::from_secs(2) {
+                    std::thread::sleep(POLL);
+                }
+                playback.raised()
+            },
         };
         let e = echo.clone();
         std::thread::Builder::new()
