@@ -340,7 +340,9 @@ fn a_spoken_question_is_answered_through_the_speaker_on_time() {
     eprintln!("captured onset − voxlat's playout_start (+ reply onset): {diff_ms:+.2} ms; device segment {:.1} ms", device_ns as f64 / 1e6);
     assert!(
         diff_ms.abs() <= 20.0,
-        "playout_start off by {diff_ms:.1} ms"
+        "playout_start off by {diff_ms:.1} ms (device xruns during the reply: {}, callback threads raised: {})",
+        t["device_xruns"],
+        r["stages"]["output"]["raised"]
     );
 
     // Non-silent speech: loud enough, and Whisper hears the reply's words in the recording
