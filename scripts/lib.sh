@@ -5,6 +5,9 @@ step() { printf '\n==> %s\n' "$*" >&2; }
 
 # Debian/Ubuntu package names; see shared/docs/models.md for why each is needed.
 SYSTEM_PACKAGES=(cmake clang libclang-dev g++ pkg-config libespeak-ng-dev espeak-ng-data python3 python3-pip ca-certificates)
+# Live mode: cpal's ALSA host (libasound2-dev), and for its tests a private PulseAudio daemon
+# reached through ALSA's pulse plugin (scripts/pulse-null-sink.sh; paplay plays into it).
+SYSTEM_PACKAGES+=(libasound2-dev pulseaudio pulseaudio-utils libasound2-plugins)
 
 install_system_packages() {
   local missing=()
@@ -17,6 +20,14 @@ install_system_packages() {
   fi
   if [[ " ${missing[*]} " == *" python3 "* ]] && command -v python3 >/dev/null 2>&1; then
     missing=("${missing[@]/python3}")
+  fi
+  # On a PipeWire desktop, installing pulseaudio would replace pipewire-pulse: leave it out
+  # (only the live-mode tests need it; they say so if it is missing).
+  if [[ " ${missing[*]} " == *" pulseaudio "* ]] && dpkg-query -W -f='${Status}' pipewire-pulse 2>/dev/null | grep -q "install ok installed"; then
+    echo "note: pipewire-pulse is installed, so pulseaudio (for the live-mode tests) is not" >&2
+    local keep=()
+    for p in "${missing[@]}"; do [[ "$p" != pulseaudio ]] && keep+=("$p"); done
+    missing=("${keep[@]}")
   fi
   local want=()
   for p in "${missing[@]}"; do [[ -n "$p" ]] && want+=("$p"); done

@@ -25,6 +25,10 @@ enum Command {
     BenchLlm(Box<cmd::bench_llm::BenchLlmArgs>),
     /// Compare two bench-llm results files: deltas per metric and percentile with significance, and an HTML report.
     Compare(cmd::compare::CompareArgs),
+    /// Live assistant: talk through the microphone, hear the reply, see where each turn's delay went.
+    Run(Box<cmd::run::RunArgs>),
+    /// List audio hosts, input and output devices and their supported configurations.
+    Devices(cmd::devices::DevicesArgs),
     /// Replay scenario utterances through the full pipeline and report the latency breakdown.
     Replay(Box<cmd::replay::ReplayArgs>),
     /// Time each voice stage in isolation (VAD, Whisper, Piper) and under thread contention.
@@ -53,6 +57,8 @@ fn main() -> ExitCode {
         Command::BenchLlm(args) => cmd::bench_llm::run(*args),
         Command::Compare(args) => cmd::compare::run(args),
         Command::Replay(args) => cmd::replay::run(*args),
+        Command::Run(args) => cmd::run::run(*args),
+        Command::Devices(args) => cmd::devices::run(args),
         Command::Report(args) => cmd::report::run(args),
         Command::Annotate(args) => cmd::annotate::run(args),
         Command::BenchStages(args) => cmd::bench_stages::run(args),

@@ -173,27 +173,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
     }
 
-    // The LLM: a given server, else the embedded one with the LLM's share of the cores.
-    let settings = Settings::from_process()?;
-    let configured = settings.pick(
-        args.llm_url.as_deref().map(|u| ("--llm-url", u)),
-        voxlat_llm::config::BASE_URL_VARS,
-    );
-    let (endpoint, _server) = match configured {
-        Some(url) => (settings.endpoint(Some(&url.value), None)?, None),
-        None => {
-            eprintln!("starting the embedded LLM server ({} thread)…", budget.llm);
-            let mut opts = SpawnOptions::new(&args.output_dir);
-            opts.threads = Some(budget.llm as u32);
-            let server = EmbeddedServer::spawn(&opts).context(
-                "cannot start the embedded LLM server; pass --llm-url to use another server",
-            )?;
-            (
-                settings.endpoint(Some(&server.base_url()), None)?,
-                Some(server),
-            )
-        }
-    };
+    let (endpoint, _server) = connect_llm(args.llm_url.as_deref(), &args.output_dir, &budget)?;
     let stages = serde_json::json!({
         "asr": whisper.display().to_string(),
         "tts": voice.display().to_string(),
@@ -208,23 +188,13 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     results.skipped = skipped;
     let mut writer = ResultsWriter::new(&args.output_dir, results)?;
 
-    eprintln!(
-        "loading Whisper ({} threads) and Piper ({} thread)…",
-        budget.asr, budget.tts
-    );
-    let asr = AsrWorker::start(&whisper, budget.asr).map_err(anyhow::Error::msg)?;
-    let tts_opts = voxlat_tts::piper::VoiceOptions {
-        intra_threads: budget.tts,
-        runtime: Some(runtime),
-        ..Default::default()
-    };
-    let tts = TtsWorker::start(&voice, tts_opts).map_err(anyhow::Error::msg)?;
-    let client = LlmClient::new(
+    let (asr, tts, client) = load_stages(
+        &budget,
+        &whisper,
+        &voice,
+        runtime,
         endpoint,
-        ClientOptions {
-            idle_timeout: args.idle_timeout,
-            ..ClientOptions::default()
-        },
+        args.idle_timeout,
     )?;
     let pipeline = Pipeline::new(cfg, asr, tts, client);
 
@@ -322,6 +292,65 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     })
 }
 
+/// The LLM endpoint: `--llm-url` (or the environment's base URL), else the embedded server
+/// with the LLM's share of the cores (kept running as long as the returned handle lives).
+pub(crate) fn connect_llm(
+    llm_url: Option<&str>,
+    output_dir: &Path,
+    budget: &ThreadBudget,
+) -> Result<(voxlat_llm::config::Endpoint, Option<EmbeddedServer>)> {
+    let settings = Settings::from_process()?;
+    let configured = settings.pick(
+        llm_url.map(|u| ("--llm-url", u)),
+        voxlat_llm::config::BASE_URL_VARS,
+    );
+    Ok(match configured {
+        Some(url) => (settings.endpoint(Some(&url.value), None)?, None),
+        None => {
+            eprintln!("starting the embedded LLM server ({} thread)…", budget.llm);
+            let mut opts = SpawnOptions::new(output_dir);
+            opts.threads = Some(budget.llm as u32);
+            let server = EmbeddedServer::spawn(&opts).context(
+                "cannot start the embedded LLM server; pass --llm-url to use another server",
+            )?;
+            (
+                settings.endpoint(Some(&server.base_url()), None)?,
+                Some(server),
+            )
+        }
+    })
+}
+
+/// Whisper and Piper on their worker threads, and the LLM client.
+pub(crate) fn load_stages(
+    budget: &ThreadBudget,
+    whisper: &Path,
+    voice: &Path,
+    runtime: PathBuf,
+    endpoint: voxlat_llm::config::Endpoint,
+    llm_idle_timeout: Duration,
+) -> Result<(AsrWorker, TtsWorker, LlmClient)> {
+    eprintln!(
+        "loading Whisper ({} threads) and Piper ({} thread)…",
+        budget.asr, budget.tts
+    );
+    let asr = AsrWorker::start(whisper, budget.asr).map_err(anyhow::Error::msg)?;
+    let tts_opts = voxlat_tts::piper::VoiceOptions {
+        intra_threads: budget.tts,
+        runtime: Some(runtime),
+        ..Default::default()
+    };
+    let tts = TtsWorker::start(voice, tts_opts).map_err(anyhow::Error::msg)?;
+    let client = LlmClient::new(
+        endpoint,
+        ClientOptions {
+            idle_timeout: llm_idle_timeout,
+            ..ClientOptions::default()
+        },
+    )?;
+    Ok((asr, tts, client))
+}
+
 /// (scenario index, turn index, repeat, warm-up) in play order. Conversation scenarios keep
 /// their turns in order; warm-up takes the first turns of the plan.
 fn plan(
@@ -359,6 +388,7 @@ pub fn print_report(r: &ReplayResults) {
         "1st chunk",
         "tts",
         "playout",
+        "device",
         "total",
     ]);
     for rec in r.turns.iter().filter(|t| !t.warmup) {
@@ -382,7 +412,7 @@ pub fn print_report(r: &ReplayResults) {
                 row.push(fmt_num(b.total_ns as f64 / 1e6));
             }
             None => {
-                row.extend(std::iter::repeat_n("-".to_string(), 7));
+                row.extend(std::iter::repeat_n("-".to_string(), 8));
                 row.push(format!("{:?}", rec.outcome).to_lowercase());
             }
         }

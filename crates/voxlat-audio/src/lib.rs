@@ -1,6 +1,13 @@
 //! Audio in and out: WAV files of any common format to mono f32 at the pipeline's rate, and
-//! back. (Device capture and playback join this crate with live mode.)
+//! back; microphone capture and speaker playback on cpal, with device timestamps mapped onto
+//! the process clock.
 
+pub mod capture;
+pub mod clockmap;
+pub mod device;
+pub mod playback;
+pub mod playout;
+mod priority;
 pub mod resample;
 pub mod wav;
 

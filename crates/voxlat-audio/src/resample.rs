@@ -43,6 +43,60 @@ pub fn resample(input: &[f32], from: u32, to: u32) -> Vec<f32> {
     out
 }
 
+/// Streaming resampling of mono audio that arrives in pieces (a capture stream). Output
+/// sample `j` lines up with input sample `j × from / to`: the resampler's delay is dropped
+/// from the front, so callers can time output samples from the input's timestamps.
+pub struct StreamResampler {
+    inner: Option<FftFixedIn<f32>>,
+    pending: Vec<f32>,
+    skip: usize,
+    out: Vec<Vec<f32>>,
+}
+
+impl StreamResampler {
+    pub fn new(from: u32, to: u32) -> StreamResampler {
+        let inner = (from != to)
+            .then(|| FftFixedIn::<f32>::new(from as usize, to as usize, CHUNK / 4, 1, 1).ok())
+            .flatten();
+        let skip = inner.as_ref().map_or(0, |r| r.output_delay());
+        let out = inner
+            .as_ref()
+            .map_or_else(Vec::new, |r| vec![vec![0.0; r.output_frames_max()]]);
+        StreamResampler {
+            inner,
+            pending: Vec::new(),
+            skip,
+            out,
+        }
+    }
+
+    /// Appends to `out` the resampled audio `input` completes.
+    pub fn push(&mut self, input: &[f32], out: &mut Vec<f32>) {
+        let Some(r) = self.inner.as_mut() else {
+            out.extend_from_slice(input);
+            return;
+        };
+        self.pending.extend_from_slice(input);
+        let mut used = 0;
+        loop {
+            let need = r.input_frames_next();
+            if self.pending.len() - used < need {
+                break;
+            }
+            let Ok((_, n)) =
+                r.process_into_buffer(&[&self.pending[used..used + need]], &mut self.out, None)
+            else {
+                break;
+            };
+            used += need;
+            let drop = self.skip.min(n);
+            self.skip -= drop;
+            out.extend_from_slice(&self.out[0][drop..n]);
+        }
+        self.pending.drain(..used);
+    }
+}
+
 /// Linear interpolation: only a fallback should the FFT resampler refuse a ratio.
 fn linear(input: &[f32], from: u32, to: u32) -> Vec<f32> {
     let n = (input.len() as u64 * u64::from(to) / u64::from(from)) as usize;
@@ -99,6 +153,33 @@ mod tests {
         let y = resample(&sine(10_000.0, 48000, 48000), 48000, 16000);
         let rms = (y[500..15500].iter().map(|v| v * v).sum::<f32>() / 15000.0).sqrt();
         assert!(rms < 0.01, "aliasing: rms {rms}");
+    }
+
+    #[test]
+    fn streaming_matches_the_input_timing() {
+        // A click at a known input time must come out at the same time, whatever the pieces.
+        let from = 48_000;
+        let mut x = vec![0.0f32; from as usize];
+        x[24_000] = 1.0;
+        let mut r = StreamResampler::new(from, 16_000);
+        let mut y = Vec::new();
+        for piece in x.chunks(441) {
+            r.push(piece, &mut y);
+        }
+        let peak = y
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))
+            .unwrap()
+            .0;
+        assert!(
+            (peak as i64 - 8000).abs() <= 1,
+            "click at {peak}, want 8000"
+        );
+        let mut same = StreamResampler::new(16_000, 16_000);
+        let mut z = Vec::new();
+        same.push(&[0.5; 7], &mut z);
+        assert_eq!(z, vec![0.5; 7]);
     }
 
     #[test]

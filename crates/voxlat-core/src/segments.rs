@@ -27,7 +27,9 @@ pub struct Chain {
 /// The headline voice-to-voice breakdown: user stopped speaking → first reply audio.
 ///
 /// `llm_thinking` (first token of any kind → first answer token) is zero for models that do
-/// not reason, so TTFT and the thinking time are both visible for those that do.
+/// not reason, so TTFT and the thinking time are both visible for those that do. `device`
+/// (reply queued → its first sample leaves the device: output buffer and device latency) is
+/// zero in replay, whose virtual sink has no buffer.
 pub const VOICE_TO_VOICE: Chain = Chain {
     name: "voice_to_voice",
     start: EventKind::SpeechEnd,
@@ -58,6 +60,10 @@ pub const VOICE_TO_VOICE: Chain = Chain {
         },
         Step {
             name: "playout",
+            to: EventKind::PlayoutQueued,
+        },
+        Step {
+            name: "device",
             to: EventKind::PlayoutStart,
         },
     ],
@@ -179,7 +185,8 @@ mod tests {
 
     #[test]
     fn voice_breakdown_matches_hand_computed_segments() {
-        // speech_end, endpoint, asr_done, first_token, first_answer, first_chunk, tts, playout
+        // speech_end, endpoint, asr_done, first_token, first_answer, first_chunk, tts, queued,
+        // playout
         let ms = 1_000_000;
         let snap = snapshot_with(
             &VOICE_TO_VOICE,
@@ -192,6 +199,7 @@ mod tests {
                 820 * ms,
                 900 * ms,
                 920 * ms,
+                950 * ms,
             ],
         );
         let b = VOICE_TO_VOICE.compute(&snap).unwrap();
@@ -209,10 +217,11 @@ mod tests {
                 ("llm_thinking", 0),
                 ("llm_first_chunk", 120),
                 ("tts_first_audio", 80),
-                ("playout", 20)
+                ("playout", 20),
+                ("device", 30)
             ]
         );
-        assert_eq!(b.total_ns, 920 * ms as i64);
+        assert_eq!(b.total_ns, 950 * ms as i64);
         assert_eq!(b.dominant().unwrap().name, "endpointing");
         assert!(b.is_ordered());
     }
@@ -242,7 +251,7 @@ mod tests {
     proptest! {
         /// Telescoping: the segments sum to the total exactly, ordered or not.
         #[test]
-        fn segments_sum_exactly_to_total(stamps in proptest::collection::vec(0u64..1u64 << 50, 8)) {
+        fn segments_sum_exactly_to_total(stamps in proptest::collection::vec(0u64..1u64 << 50, 9)) {
             for chain in [&VOICE_TO_VOICE, &LLM_REQUEST] {
                 let snap = snapshot_with(chain, &stamps);
                 let b = chain.compute(&snap).unwrap();

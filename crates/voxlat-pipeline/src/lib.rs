@@ -4,6 +4,7 @@
 //! Each stage stamps its own events on the turn's [`voxlat_core::Timeline`] and nothing else;
 //! breakdowns are computed afterwards by voxlat-core from those events.
 
+pub mod live;
 pub mod record;
 pub mod results;
 pub mod scenario;
@@ -11,6 +12,6 @@ pub mod sweep;
 pub mod turn;
 pub mod workers;
 
-pub use record::{Aggregate, TurnOutcome, TurnRecord};
+pub use record::{Aggregate, Interruption, TurnOutcome, TurnRecord};
 pub use scenario::{LoadedTurn, Scenario, TurnSpec};
-pub use turn::{Pipeline, PipelineConfig};
+pub use turn::{Heard, Output, Pipeline, PipelineConfig, Progress};

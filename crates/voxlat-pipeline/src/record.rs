@@ -16,6 +16,24 @@ pub enum TurnOutcome {
     /// ASR heard nothing to answer (silence, or a filtered hallucination).
     NoSpeech,
     Error,
+    /// The user spoke over the reply (live mode's barge-in): excluded from the latency
+    /// statistics, counted apart.
+    Interrupted,
+}
+
+/// A turn cut short by the user speaking.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Interruption {
+    /// When the user's new speech began (capture time).
+    pub onset: Nanos,
+    /// The stage the turn was in: asr, llm (the request was in flight) or playout.
+    pub during: String,
+    /// When the output device went silent (its own playback timestamp).
+    pub playback_stopped: Option<Nanos>,
+    /// onset → playback stopped.
+    pub reaction_ms: Option<f64>,
+    /// The streaming LLM request was dropped before it finished.
+    pub llm_aborted: bool,
 }
 
 /// A span during which a stage worked on the turn (for the overhead figure).
@@ -34,6 +52,19 @@ pub struct ChunkRecord {
     pub first_audio: Option<Nanos>,
     pub audio_s: f64,
     pub skipped: Option<String>,
+}
+
+impl ChunkRecord {
+    pub fn of(c: &voxlat_tts::stream::ChunkAudio) -> ChunkRecord {
+        ChunkRecord {
+            chars: c.text.chars().count(),
+            submitted: c.timing.submitted,
+            started: c.timing.started,
+            first_audio: c.timing.first_audio,
+            audio_s: c.duration().as_secs_f64(),
+            skipped: c.skipped.as_ref().map(|s| format!("{s:?}")),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -70,11 +101,53 @@ pub struct TurnRecord {
     /// Gaps in playout between chunks (the stutter a listener hears).
     pub underruns: u32,
     pub underrun_ms: f64,
+    /// Underruns the output driver reported during the reply (its callback ran late, so the
+    /// device played silence whatever was queued): live mode only.
+    #[serde(default)]
+    pub device_xruns: u64,
     pub llm: Option<StreamOutcome>,
     pub busy: Vec<BusySpan>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<Interruption>,
 }
 
 impl TurnRecord {
+    /// A record with nothing measured yet (outcome `Error` until the turn says otherwise).
+    pub fn blank(scenario: &str, turn: &str, request_id: &str, reference: &str) -> TurnRecord {
+        TurnRecord {
+            scenario: scenario.into(),
+            turn: turn.into(),
+            repeat: 0,
+            warmup: false,
+            request_id: request_id.into(),
+            outcome: TurnOutcome::Error,
+            error: None,
+            events: Default::default(),
+            breakdown: None,
+            overhead_ms: None,
+            reference: reference.into(),
+            transcript: String::new(),
+            wer: None,
+            asr_rejected: None,
+            asr_compute_ms: None,
+            asr_rtf: None,
+            speculative_asr: false,
+            retractions: 0,
+            speech_end_annotated: false,
+            vad_speech_end_error_ms: None,
+            reply_text: String::new(),
+            reply_audio_s: 0.0,
+            missing_keywords: Vec::new(),
+            chunks: Vec::new(),
+            underruns: 0,
+            underrun_ms: 0.0,
+            device_xruns: 0,
+            llm: None,
+            busy: Vec::new(),
+            interrupted: None,
+        }
+    }
+
     pub fn snapshot(&self) -> TimelineSnapshot {
         TimelineSnapshot {
             request_id: voxlat_core::RequestId::from_string(self.request_id.clone()),
@@ -128,6 +201,12 @@ pub struct Aggregate {
     pub ok: usize,
     pub no_speech: usize,
     pub errors: usize,
+    /// Barge-ins: counted here, left out of every latency figure.
+    #[serde(default)]
+    pub interrupted: usize,
+    /// User speech onset → output silent, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub barge_in_reaction: Option<Summary>,
     /// Per segment, in chain order, in ms.
     pub segments: Vec<(String, Summary)>,
     pub total: Option<Summary>,
@@ -143,8 +222,10 @@ pub struct Aggregate {
 impl Aggregate {
     pub fn from_turns(turns: &[TurnRecord]) -> Aggregate {
         let measured: Vec<&TurnRecord> = turns.iter().filter(|t| !t.warmup).collect();
+        // An interrupted turn's partial breakdown would skew the percentiles.
         let broken: Vec<&Breakdown> = measured
             .iter()
+            .filter(|t| t.outcome != TurnOutcome::Interrupted)
             .filter_map(|t| t.breakdown.as_ref())
             .collect();
         let errors = measured
@@ -164,7 +245,15 @@ impl Aggregate {
             })
             .collect();
         let totals: Vec<f64> = broken.iter().map(|b| b.total_ns as f64 / 1e6).collect();
-        let overheads: Vec<f64> = measured.iter().filter_map(|t| t.overhead_ms).collect();
+        let overheads: Vec<f64> = measured
+            .iter()
+            .filter(|t| t.outcome != TurnOutcome::Interrupted)
+            .filter_map(|t| t.overhead_ms)
+            .collect();
+        let reactions: Vec<f64> = measured
+            .iter()
+            .filter_map(|t| t.interrupted.as_ref()?.reaction_ms)
+            .collect();
         let dominant = |f: fn(&Summary) -> f64| {
             segments
                 .iter()
@@ -183,6 +272,11 @@ impl Aggregate {
                 .filter(|t| t.outcome == TurnOutcome::NoSpeech)
                 .count(),
             errors,
+            interrupted: measured
+                .iter()
+                .filter(|t| t.outcome == TurnOutcome::Interrupted)
+                .count(),
+            barge_in_reaction: Summary::from_samples(&reactions, 0),
             total: Summary::from_samples(&totals, errors),
             overhead: Summary::from_samples(&overheads, 0),
             dominant_p50: dominant(|s| s.p50),

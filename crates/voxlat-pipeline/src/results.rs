@@ -83,8 +83,17 @@ pub struct ResultsWriter {
 impl ResultsWriter {
     /// Checks the directory is writable before anything is measured.
     pub fn new(dir: &Path, results: ReplayResults) -> Result<ResultsWriter, WriteError> {
+        ResultsWriter::with_prefix(dir, "replay", results)
+    }
+
+    /// Files named `<prefix>-<time>.json`/`.csv` (live mode writes `live-…`).
+    pub fn with_prefix(
+        dir: &Path,
+        prefix: &str,
+        results: ReplayResults,
+    ) -> Result<ResultsWriter, WriteError> {
         fsio::ensure_writable_dir(dir)?;
-        let stem = format!("replay-{}", voxlat_core::clock::wall_label_compact());
+        let stem = format!("{prefix}-{}", voxlat_core::clock::wall_label_compact());
         let mut w = ResultsWriter {
             json: dir.join(format!("{stem}.json")),
             csv: dir.join(format!("{stem}.csv")),

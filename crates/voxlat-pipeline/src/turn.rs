@@ -5,14 +5,15 @@
 //! Unpaced (`fast`), frames carry audio time and the endpointer's times are mapped onto the
 //! process clock at the moment it decides (so endpointing is in audio time; the results say so).
 
-use crate::record::{BusySpan, ChunkRecord, TurnOutcome, TurnRecord};
+use crate::record::{BusySpan, ChunkRecord, Interruption, TurnOutcome, TurnRecord};
 use crate::scenario::LoadedTurn;
 use crate::workers::{AsrResult, AsrWorker, TtsMsg, TtsWorker};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot, watch};
 use voxlat_core::{clock, EventKind, Nanos, RequestId, Timeline};
 use voxlat_llm::{ChatRequest, LlmClient, Message};
 use voxlat_tts::chunker::{Chunker, ChunkerConfig};
@@ -106,34 +107,15 @@ impl Pipeline {
     ) -> TurnRecord {
         let tl = Arc::new(Timeline::new(RequestId::new()));
         let mut rec = TurnRecord {
-            scenario: turn.scenario.clone(),
-            turn: turn.spec.id.clone(),
             repeat,
             warmup,
-            request_id: tl.id().to_string(),
-            outcome: TurnOutcome::Error,
-            error: None,
-            events: Default::default(),
-            breakdown: None,
-            overhead_ms: None,
-            reference: turn.spec.transcript.clone(),
-            transcript: String::new(),
-            wer: None,
-            asr_rejected: None,
-            asr_compute_ms: None,
-            asr_rtf: None,
-            speculative_asr: false,
-            retractions: 0,
             speech_end_annotated: turn.speech_end_annotated,
-            vad_speech_end_error_ms: None,
-            reply_text: String::new(),
-            reply_audio_s: 0.0,
-            missing_keywords: Vec::new(),
-            chunks: Vec::new(),
-            underruns: 0,
-            underrun_ms: 0.0,
-            llm: None,
-            busy: Vec::new(),
+            ..TurnRecord::blank(
+                &turn.scenario,
+                &turn.spec.id,
+                &tl.id().to_string(),
+                &turn.spec.transcript,
+            )
         };
         if let Err(e) = self
             .drive(
@@ -245,9 +227,64 @@ impl Pipeline {
             }
             _ => self.asr.submit(audio),
         };
-        let asr = pending
-            .await
-            .map_err(|_| "the ASR worker stopped".to_string())?;
+        let heard = Heard {
+            asr: pending,
+            endpoint: endpoint_real,
+            expect_keywords: &turn.spec.expect_keywords,
+        };
+        self.respond(
+            heard,
+            tl,
+            history,
+            system_prompt,
+            rec,
+            &Output::Virtual,
+            None,
+            &mut |_| {},
+        )
+        .await
+    }
+
+    /// Submits the utterance to ASR, for callers that run their own endpointer (live mode).
+    pub fn transcribe(&self, audio: Vec<f32>) -> oneshot::Receiver<AsrResult> {
+        self.asr.submit(audio)
+    }
+
+    /// Everything after the endpoint: ASR → LLM → chunker → TTS → output, streaming. `cancel`
+    /// (live mode's barge-in) interrupts whatever stage is running: the HTTP request is
+    /// dropped (aborting it), queued TTS chunks are skipped and playback is stopped; the
+    /// turn keeps the events stamped so far and is marked interrupted. `progress` sees the
+    /// transcript, then the reply as it streams.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn respond(
+        &self,
+        heard: Heard<'_>,
+        tl: &Arc<Timeline>,
+        history: &mut Vec<Message>,
+        system_prompt: &str,
+        rec: &mut TurnRecord,
+        output: &Output,
+        cancel: Option<watch::Receiver<Option<Nanos>>>,
+        progress: &mut (dyn FnMut(Progress<'_>) + Send),
+    ) -> Result<(), String> {
+        let interrupt = |rec: &mut TurnRecord, stage: &str, onset: Nanos| {
+            rec.outcome = TurnOutcome::Interrupted;
+            rec.interrupted = Some(Interruption {
+                onset,
+                during: stage.into(),
+                playback_stopped: None,
+                reaction_ms: None,
+                llm_aborted: false,
+            });
+        };
+        let endpoint_real = heard.endpoint;
+        let asr = tokio::select! {
+            r = heard.asr => r.map_err(|_| "the ASR worker stopped".to_string())?,
+            onset = cancelled(cancel.clone()) => {
+                interrupt(rec, "asr", onset);
+                return Ok(());
+            }
+        };
         // The transcript is available to the turn at confirmation at the earliest.
         let asr_done = Nanos(asr.finished.0.max(endpoint_real.0));
         tl.mark_at(EventKind::AsrDone, asr_done);
@@ -266,8 +303,9 @@ impl Pipeline {
             rec.outcome = TurnOutcome::NoSpeech;
             return Ok(());
         }
+        progress(Progress::Transcript(&transcript.text));
 
-        // 3. LLM → chunker → TTS → sink, streaming.
+        // 3. LLM → chunker → TTS → output, streaming.
         let mut messages = vec![Message::new("system", system_prompt)];
         for (q, a) in &self.cfg.examples {
             messages.push(Message::new("user", q.clone()));
@@ -285,10 +323,21 @@ impl Pipeline {
             ..ChatRequest::default()
         };
         let (audio_tx, audio_rx) = mpsc::unbounded_channel::<ChunkAudio>();
-        let sink = tokio::spawn(sink(tl.clone(), audio_rx, self.tts.sample_rate));
+        let rate = self.tts.sample_rate;
+        let sink = match output {
+            Output::Virtual => tokio::spawn(sink(tl.clone(), audio_rx, rate)),
+            Output::Device(speaker) => {
+                let speaker = speaker.clone();
+                let tl = tl.clone();
+                let cancel = cancel.clone();
+                tokio::spawn(async move { speaker.play(tl, audio_rx, rate, cancel).await })
+            }
+        };
+        let tts_cancel = Arc::new(AtomicBool::new(false));
         self.tts.send(TtsMsg::Begin {
             timeline: tl.clone(),
             out: audio_tx,
+            cancel: tts_cancel.clone(),
         });
         let mut chunker = Chunker::new(ChunkerConfig::default());
         let tts = &self.tts;
@@ -300,19 +349,38 @@ impl Pipeline {
                 submitted,
             });
         };
-        let (outcome, err) = self
-            .llm
-            .stream_chat(&req, tl, |d| {
-                if !d.reasoning {
-                    for c in chunker.push(d.text) {
-                        hand_over(c);
-                    }
+        let mut streamed = String::new();
+        let stream = self.llm.stream_chat(&req, tl, |d| {
+            if !d.reasoning {
+                progress(Progress::Reply(d.text));
+                streamed.push_str(d.text);
+                for c in chunker.push(d.text) {
+                    hand_over(c);
                 }
-            })
-            .await;
-        for c in chunker.finish() {
-            hand_over(c);
-        }
+            }
+        });
+        let llm_result = tokio::select! {
+            r = stream => Some(r),
+            _ = cancelled(cancel.clone()) => None,
+        };
+        let aborted = llm_result.is_none();
+        let err = match llm_result {
+            Some((outcome, err)) => {
+                for c in chunker.finish() {
+                    hand_over(c);
+                }
+                rec.reply_text = outcome.text.clone();
+                rec.llm = Some(outcome);
+                err
+            }
+            None => {
+                // The request future is dropped above: reqwest closes the connection, and
+                // the server sees the client go away. Chunks still queued are not spoken.
+                tts_cancel.store(true, Ordering::Release);
+                rec.reply_text = streamed;
+                None
+            }
+        };
         self.tts.send(TtsMsg::End);
         if let (Some(a), Some(b)) = (tl.get(EventKind::LlmSent), tl.get(EventKind::LlmDone)) {
             rec.busy.push(BusySpan {
@@ -321,11 +389,10 @@ impl Pipeline {
                 to: b,
             });
         }
-        rec.reply_text = outcome.text.clone();
-        rec.llm = Some(outcome);
         let played = sink
             .await
             .map_err(|e| format!("the audio sink failed: {e}"))?;
+        tts_cancel.store(true, Ordering::Release);
         for c in &played.chunks {
             if let Some(fa) = c.first_audio {
                 rec.busy.push(BusySpan {
@@ -335,9 +402,19 @@ impl Pipeline {
                 });
             }
         }
-        if let (Some(a), Some(b)) = (played.first_arrival, tl.get(EventKind::PlayoutStart)) {
+        if let (Some(a), Some(b)) = (played.first_arrival, tl.get(EventKind::PlayoutQueued)) {
             rec.busy.push(BusySpan {
                 stage: "sink".into(),
+                from: a,
+                to: b,
+            });
+        }
+        if let (Some(a), Some(b)) = (
+            tl.get(EventKind::PlayoutQueued),
+            tl.get(EventKind::PlayoutStart),
+        ) {
+            rec.busy.push(BusySpan {
+                stage: "device".into(),
                 from: a,
                 to: b,
             });
@@ -345,10 +422,10 @@ impl Pipeline {
         rec.chunks = played.chunks;
         rec.underruns = played.underruns;
         rec.underrun_ms = played.underrun_ms;
-        rec.reply_audio_s = played.samples.len() as f64 / f64::from(self.tts.sample_rate.max(1));
+        rec.device_xruns = played.xruns;
+        rec.reply_audio_s = played.samples.len() as f64 / f64::from(rate.max(1));
         let lower = rec.reply_text.to_lowercase();
-        rec.missing_keywords = turn
-            .spec
+        rec.missing_keywords = heard
             .expect_keywords
             .iter()
             .filter(|k| !lower.contains(&k.to_lowercase()))
@@ -356,9 +433,28 @@ impl Pipeline {
             .collect();
         if let Some(dir) = &self.cfg.save_replies {
             let path = dir.join(format!("{}-{}-{}.wav", rec.scenario, rec.turn, rec.repeat));
-            if let Err(e) = voxlat_audio::wav::write(&path, &played.samples, self.tts.sample_rate) {
+            if let Err(e) = voxlat_audio::wav::write(&path, &played.samples, rate) {
                 tracing::warn!("{e}");
             }
+        }
+        let onset = cancel.as_ref().and_then(|c| *c.borrow());
+        if let Some(onset) = onset.filter(|_| aborted || played.stopped_at.is_some()) {
+            let during = if tl.get(EventKind::PlayoutStart).is_some() {
+                "playout"
+            } else if aborted {
+                "llm"
+            } else {
+                "tts"
+            };
+            interrupt(rec, during, onset);
+            if let Some(i) = rec.interrupted.as_mut() {
+                i.llm_aborted = aborted;
+                i.playback_stopped = played.stopped_at;
+                i.reaction_ms = played
+                    .stopped_at
+                    .map(|t| t.signed_since(onset) as f64 / 1e6);
+            }
+            return Ok(());
         }
         if let Some(e) = err {
             return Err(format!("LLM: {e}"));
@@ -378,6 +474,41 @@ impl Pipeline {
         rec.outcome = TurnOutcome::Ok;
         Ok(())
     }
+}
+
+/// Resolves with the barge-in onset once `cancel` carries one; never without a receiver.
+async fn cancelled(cancel: Option<watch::Receiver<Option<Nanos>>>) -> Nanos {
+    if let Some(mut rx) = cancel {
+        if let Ok(v) = rx.wait_for(|v| v.is_some()).await {
+            if let Some(t) = *v {
+                return t;
+            }
+        }
+    }
+    std::future::pending().await
+}
+
+/// An utterance the endpointer has closed, with its transcription under way.
+pub struct Heard<'a> {
+    pub asr: oneshot::Receiver<AsrResult>,
+    /// When the endpoint decision reached the pipeline.
+    pub endpoint: Nanos,
+    pub expect_keywords: &'a [String],
+}
+
+/// What a live caller sees of a turn as it happens.
+pub enum Progress<'a> {
+    Transcript(&'a str),
+    /// A piece of the reply text, as streamed.
+    Reply(&'a str),
+}
+
+/// Where replies are played.
+pub enum Output {
+    /// Replay's sink: plays as audio arrives, computes rather than sleeps.
+    Virtual,
+    /// A real output device.
+    Device(crate::live::Speaker),
 }
 
 /// Feeds the utterance (with lead and trail silence) to an endpointer on its own thread.
@@ -455,36 +586,29 @@ fn spawn_source(
         .map_err(|e| e.to_string())
 }
 
-struct Played {
-    chunks: Vec<ChunkRecord>,
-    samples: Vec<f32>,
-    first_arrival: Option<Nanos>,
-    underruns: u32,
-    underrun_ms: f64,
+/// What an output did with one reply.
+#[derive(Default)]
+pub(crate) struct Played {
+    pub chunks: Vec<ChunkRecord>,
+    pub samples: Vec<f32>,
+    pub first_arrival: Option<Nanos>,
+    pub underruns: u32,
+    pub underrun_ms: f64,
+    /// When a barge-in silenced the output.
+    pub stopped_at: Option<Nanos>,
+    /// Underruns the device driver reported while the reply played.
+    pub xruns: u64,
 }
 
 /// A virtual output device consuming audio at real-time pace: the first sample plays as soon
 /// as it arrives; each later chunk is due when the previous one finishes, and arriving after
 /// that is an underrun (a gap the listener hears). Playback is computed, not slept through.
 async fn sink(tl: Arc<Timeline>, mut rx: mpsc::UnboundedReceiver<ChunkAudio>, rate: u32) -> Played {
-    let mut p = Played {
-        chunks: Vec::new(),
-        samples: Vec::new(),
-        first_arrival: None,
-        underruns: 0,
-        underrun_ms: 0.0,
-    };
+    let mut p = Played::default();
     let mut playing_until: Option<Nanos> = None;
     while let Some(c) = rx.recv().await {
         let arrival = clock::now();
-        p.chunks.push(ChunkRecord {
-            chars: c.text.chars().count(),
-            submitted: c.timing.submitted,
-            started: c.timing.started,
-            first_audio: c.timing.first_audio,
-            audio_s: c.duration().as_secs_f64(),
-            skipped: c.skipped.as_ref().map(|s| format!("{s:?}")),
-        });
+        p.chunks.push(ChunkRecord::of(&c));
         if c.samples.is_empty() {
             continue;
         }
@@ -492,7 +616,10 @@ async fn sink(tl: Arc<Timeline>, mut rx: mpsc::UnboundedReceiver<ChunkAudio>, ra
         let start = match playing_until {
             None => {
                 p.first_arrival = Some(arrival);
-                tl.mark(EventKind::PlayoutStart)
+                // No buffer: queued and leaving the "device" are the same moment.
+                let t = tl.mark(EventKind::PlayoutQueued);
+                tl.mark_at(EventKind::PlayoutStart, t);
+                t
             }
             Some(until) if arrival > until => {
                 p.underruns += 1;

@@ -3,6 +3,7 @@
 //! model is cheap enough to load per turn.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
@@ -91,6 +92,8 @@ pub enum TtsMsg {
     Begin {
         timeline: Arc<Timeline>,
         out: mpsc::UnboundedSender<ChunkAudio>,
+        /// Raised on barge-in: chunks still queued are skipped, not synthesized.
+        cancel: Arc<AtomicBool>,
     },
     Chunk {
         text: String,
@@ -126,12 +129,18 @@ impl TtsWorker {
                 };
                 // One turn at a time: a stream borrows the voice from Begin to End.
                 while let Ok(msg) = rx.recv() {
-                    let TtsMsg::Begin { timeline, out } = msg else {
+                    let TtsMsg::Begin {
+                        timeline,
+                        out,
+                        cancel,
+                    } = msg
+                    else {
                         continue;
                     };
                     let mut stream = TtsStream::new(&mut voice, timeline);
                     loop {
                         match rx.recv() {
+                            Ok(TtsMsg::Chunk { .. }) if cancel.load(Ordering::Acquire) => {}
                             Ok(TtsMsg::Chunk { text, submitted }) => {
                                 match stream.speak_submitted(&text, submitted) {
                                     Ok(chunk) => {

@@ -1,0 +1,270 @@
+//! Microphone capture. The device callback only downmixes into a lock-free ring buffer and
+//! notes, per buffer, the ring index and the device's capture timestamp (a second ring); it
+//! never allocates, locks or logs. The reading side resamples to the pipeline's rate and
+//! times every sample from those stamps, mapped onto the process clock.
+
+use crate::clockmap::StreamClock;
+use crate::device::{device_id, DeviceError, Direction};
+use crate::resample::StreamResampler;
+use cpal::traits::{DeviceTrait, StreamTrait};
+use cpal::{FromSample, SizedSample};
+use ringbuf::traits::{Consumer, Producer, Split};
+use ringbuf::{HeapCons, HeapProd, HeapRb};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use voxlat_core::Nanos;
+
+/// Seconds of audio the ring holds: the reader may stall this long without losing any.
+const RING_SECONDS: usize = 10;
+const STAMPS: usize = 4096;
+
+#[derive(Copy, Clone, Debug, Default)]
+struct InStamp {
+    /// Ring samples pushed before this buffer.
+    index: u64,
+    /// When the buffer's first frame was captured (stream clock, ns).
+    at_ns: u64,
+}
+
+/// Flags the callbacks raise for the reading side.
+#[derive(Default)]
+pub(crate) struct Flags {
+    pub started: AtomicBool,
+    pub failed: AtomicBool,
+    pub dropped: AtomicU64,
+    /// Buffer under/overruns the driver reported (the callback came too late).
+    pub xruns: AtomicU64,
+    /// The callback thread got a higher scheduling weight.
+    pub raised: AtomicBool,
+}
+
+impl Flags {
+    /// The stream's error callback: an xrun is counted (the driver recovers from it), any
+    /// other error ends the stream for the reader.
+    pub fn on_error(&self, e: &cpal::Error) {
+        if e.kind() == cpal::ErrorKind::Xrun {
+            self.xruns.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.failed.store(true, Ordering::Release);
+        }
+    }
+}
+
+/// Samples of the pipeline's rate, the last of which was captured at `t_end`.
+pub struct Frame {
+    pub samples: Vec<f32>,
+    pub t_end: Nanos,
+}
+
+pub struct Capture {
+    stream: cpal::Stream,
+    samples: HeapCons<f32>,
+    stamps: HeapCons<InStamp>,
+    flags: Arc<Flags>,
+    pub device: String,
+    pub rate: u32,
+    pub channels: u16,
+    pub clock: StreamClock,
+    out_rate: u32,
+    popped: u64,
+    known: VecDeque<InStamp>,
+    resampler: StreamResampler,
+    scratch: Vec<f32>,
+    out: VecDeque<f32>,
+    /// Output-rate index of `out[0]`.
+    out_index: u64,
+}
+
+impl Capture {
+    /// Opens `device` in its default configuration (with `period` frames per callback when
+    /// given) and starts it; frames come out at `out_rate`.
+    pub fn open(
+        device: &cpal::Device,
+        out_rate: u32,
+        period: Option<u32>,
+    ) -> Result<Capture, DeviceError> {
+        let name = device_id(device);
+        let err = |detail: String| DeviceError::Stream {
+            direction: Direction::Input.name(),
+            device: name.clone(),
+            detail,
+        };
+        let supported = device
+            .default_input_config()
+            .map_err(|e| err(format!("no usable input configuration: {e}")))?;
+        let mut config = supported.config();
+        if let Some(p) = period {
+            config.buffer_size = cpal::BufferSize::Fixed(p);
+        }
+        let rate = config.sample_rate;
+        let channels = config.channels.max(1);
+        let (prod, samples) = HeapRb::<f32>::new(rate as usize * RING_SECONDS).split();
+        let (stamp_prod, stamps) = HeapRb::<InStamp>::new(STAMPS).split();
+        let flags = Arc::new(Flags::default());
+        let f = flags.clone();
+        use cpal::SampleFormat as F;
+        let stream = match supported.sample_format() {
+            F::F32 => build::<f32>(device, &config, prod, stamp_prod, f),
+            F::I16 => build::<i16>(device, &config, prod, stamp_prod, f),
+            F::I32 => build::<i32>(device, &config, prod, stamp_prod, f),
+            F::U16 => build::<u16>(device, &config, prod, stamp_prod, f),
+            F::U8 => build::<u8>(device, &config, prod, stamp_prod, f),
+            F::I8 => build::<i8>(device, &config, prod, stamp_prod, f),
+            F::F64 => build::<f64>(device, &config, prod, stamp_prod, f),
+            other => return Err(err(format!("sample format {other} is not supported"))),
+        }
+        .map_err(|e| err(e.to_string()))?;
+        stream.play().map_err(|e| err(e.to_string()))?;
+        let clock = StreamClock::calibrate(|| stream.now().as_nanos());
+        Ok(Capture {
+            stream,
+            samples,
+            stamps,
+            flags,
+            device: name,
+            rate,
+            channels,
+            clock,
+            out_rate,
+            popped: 0,
+            known: VecDeque::new(),
+            resampler: StreamResampler::new(rate, out_rate),
+            scratch: Vec::new(),
+            out: VecDeque::new(),
+            out_index: 0,
+        })
+    }
+
+    pub fn started(&self) -> bool {
+        self.flags.started.load(Ordering::Acquire)
+    }
+
+    /// The stream reported an error (device unplugged, server gone).
+    pub fn failed(&self) -> bool {
+        self.flags.failed.load(Ordering::Acquire)
+    }
+
+    /// Whether the callback thread got its higher scheduling weight (privileged processes).
+    pub fn raised(&self) -> bool {
+        self.flags.raised.load(Ordering::Relaxed)
+    }
+
+    /// Overruns the driver reported: audio lost because the callback ran too late.
+    pub fn xruns(&self) -> u64 {
+        self.flags.xruns.load(Ordering::Relaxed)
+    }
+
+    /// Samples lost because the reader fell more than the ring's length behind.
+    pub fn dropped(&self) -> u64 {
+        self.flags.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Discards everything captured so far (e.g. audio from before the pipeline was ready),
+    /// and forgets samples the ring dropped meanwhile.
+    pub fn discard(&mut self) {
+        self.pull();
+        self.flags.dropped.store(0, Ordering::Relaxed);
+        let n = self.out.len();
+        self.out.clear();
+        self.out_index += n as u64;
+    }
+
+    fn pull(&mut self) {
+        while let Some(s) = self.stamps.try_pop() {
+            self.known.push_back(s);
+        }
+        self.scratch.clear();
+        self.scratch.extend(self.samples.pop_iter());
+        self.popped += self.scratch.len() as u64;
+        let mut resampled = Vec::with_capacity(self.scratch.len());
+        self.resampler.push(&self.scratch, &mut resampled);
+        self.out.extend(resampled);
+    }
+
+    /// The next `n` samples at the output rate, if captured yet.
+    pub fn next_frame(&mut self, n: usize) -> Option<Frame> {
+        if self.out.len() < n {
+            self.pull();
+            if self.out.len() < n {
+                return None;
+            }
+        }
+        let samples: Vec<f32> = self.out.drain(..n).collect();
+        self.out_index += n as u64;
+        let t_end = self.time_of(self.out_index - 1);
+        Some(Frame { samples, t_end })
+    }
+
+    /// When output sample `j` was captured, from the latest device stamp at or before it.
+    fn time_of(&mut self, j: u64) -> Nanos {
+        let k = j as f64 * f64::from(self.rate) / f64::from(self.out_rate);
+        while self.known.len() > 1 && (self.known[1].index as f64) <= k {
+            self.known.pop_front();
+        }
+        let Some(s) = self.known.front() else {
+            return voxlat_core::clock::now();
+        };
+        let stream_ns = s.at_ns as f64 + (k - s.index as f64) * 1e9 / f64::from(self.rate);
+        self.clock.to_process(stream_ns.max(0.0) as u128)
+    }
+
+    /// Keeps the stream alive; dropping the capture stops it.
+    pub fn stream(&self) -> &cpal::Stream {
+        &self.stream
+    }
+}
+
+fn build<T>(
+    device: &cpal::Device,
+    config: &cpal::StreamConfig,
+    mut prod: HeapProd<f32>,
+    mut stamps: HeapProd<InStamp>,
+    flags: Arc<Flags>,
+) -> Result<cpal::Stream, cpal::Error>
+where
+    T: SizedSample,
+    f32: FromSample<T>,
+{
+    let ch = usize::from(config.channels.max(1));
+    let scale = 1.0 / ch as f32;
+    let mut pushed: u64 = 0;
+    let on_error = flags.clone();
+    let mut raised = false;
+    device.build_input_stream::<T, _, _>(
+        *config,
+        move |data: &[T], info: &cpal::InputCallbackInfo| {
+            if !raised {
+                raised = true;
+                flags
+                    .raised
+                    .store(crate::priority::raise_current_thread(), Ordering::Relaxed);
+            }
+            // Real-time thread: no allocation, no lock, no logging; a full ring drops samples
+            // and counts them.
+            let at_ns = info.timestamp().capture.as_nanos() as u64;
+            let _ = stamps.try_push(InStamp {
+                index: pushed,
+                at_ns,
+            });
+            let mut lost = 0u64;
+            for f in data.chunks_exact(ch) {
+                let mut sum = 0.0f32;
+                for &s in f {
+                    sum += s.to_sample::<f32>();
+                }
+                if prod.try_push(sum * scale).is_ok() {
+                    pushed += 1;
+                } else {
+                    lost += 1;
+                }
+            }
+            if lost > 0 {
+                flags.dropped.fetch_add(lost, Ordering::Relaxed);
+            }
+            flags.started.store(true, Ordering::Release);
+        },
+        move |e| on_error.on_error(&e),
+        None,
+    )
+}
