@@ -59,6 +59,10 @@ pub struct ReplayArgs {
     /// Write each reply as a WAV into this directory.
     #[arg(long, value_name = "DIR")]
     pub save_replies: Option<PathBuf>,
+    /// Serve Prometheus metrics of the measured turns (segment histograms, turns by outcome)
+    /// at http://HOST:PORT/metrics while the replay runs, e.g. 127.0.0.1:9464.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics_addr: Option<String>,
 }
 
 fn scenario_files(args: &[PathBuf]) -> Vec<PathBuf> {
@@ -192,6 +196,10 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         .collect();
     results.skipped = skipped;
     let mut writer = ResultsWriter::new(&args.output_dir, results)?;
+    let telemetry = voxlat_telemetry::TurnTelemetry::start(args.metrics_addr.as_deref())?;
+    if let Some(url) = telemetry.metrics_url() {
+        eprintln!("metrics on {url}");
+    }
 
     eprintln!(
         "loading Whisper ({} threads) and Piper ({} thread)…",
@@ -261,6 +269,9 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
                     (None, None) => format!("{:?}: {:?}", rec.outcome, rec.asr_rejected),
                 }
             );
+            if !rec.warmup {
+                telemetry.record_turn(&rec.snapshot(), outcome(rec.outcome), rec.error.as_deref());
+            }
             writer.push(rec)?;
         }
         Ok(false)
@@ -286,6 +297,15 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn outcome(o: voxlat_pipeline::record::TurnOutcome) -> voxlat_telemetry::Outcome {
+    use voxlat_pipeline::record::TurnOutcome as T;
+    match o {
+        T::Ok => voxlat_telemetry::Outcome::Ok,
+        T::NoSpeech => voxlat_telemetry::Outcome::NoSpeech,
+        T::Error => voxlat_telemetry::Outcome::Error,
+    }
 }
 
 /// (scenario index, turn index, repeat, warm-up) in play order. Conversation scenarios keep
