@@ -4,7 +4,8 @@
 step() { printf '\n==> %s\n' "$*" >&2; }
 
 # Debian/Ubuntu package names; see shared/docs/models.md for why each is needed.
-SYSTEM_PACKAGES=(cmake clang libclang-dev g++ pkg-config libespeak-ng-dev espeak-ng-data python3 python3-pip ca-certificates)
+# prometheus: the real Prometheus server tests/metrics_prometheus.rs scrapes `voxlat serve` with.
+SYSTEM_PACKAGES=(cmake clang libclang-dev g++ pkg-config libespeak-ng-dev espeak-ng-data python3 python3-pip ca-certificates prometheus)
 
 install_system_packages() {
   local missing=()
