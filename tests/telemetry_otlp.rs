@@ -112,6 +112,7 @@ fn replay_exports_one_trace_per_turn_with_stage_spans_and_timeline_attributes() 
         .args([
             "replay", "--fast", "--repeat", "1", "--warmup", "0", "--model", "m",
         ])
+        .args(["--metrics-addr", "127.0.0.1:0"])
         .arg("--llm-url")
         .arg(llm.base_url())
         .arg("--output-dir")
@@ -130,6 +131,7 @@ fn replay_exports_one_trace_per_turn_with_stage_spans_and_timeline_attributes() 
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(o.status.success(), "{all}");
+    assert!(all.contains("metrics on http://127.0.0.1:"), "{all}");
 
     // The turn as the results file has it: request ID and segments in ns.
     let json = std::fs::read_dir(&out)
