@@ -8,6 +8,8 @@ SYSTEM_PACKAGES=(cmake clang libclang-dev g++ pkg-config libespeak-ng-dev espeak
 # Live mode: cpal's ALSA host (libasound2-dev), and for its tests a private PulseAudio daemon
 # reached through ALSA's pulse plugin (scripts/pulse-null-sink.sh; paplay plays into it).
 SYSTEM_PACKAGES+=(libasound2-dev pulseaudio pulseaudio-utils libasound2-plugins)
+# prometheus: the real Prometheus server tests/metrics_prometheus.rs scrapes `voxlat serve` with.
+SYSTEM_PACKAGES+=(prometheus)
 
 install_system_packages() {
   local missing=()

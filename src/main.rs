@@ -51,7 +51,7 @@ enum Command {
 
 fn main() -> ExitCode {
     voxlat_core::clock::init();
-    cmd::init_tracing();
+    let _telemetry = cmd::init_tracing();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::BenchLlm(args) => cmd::bench_llm::run(*args),

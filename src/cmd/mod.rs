@@ -30,15 +30,9 @@ pub fn read_wav_reporting(file: &std::path::Path) -> Option<voxlat_audio::wav::D
     }
 }
 
-/// Logs go to stderr, off unless `RUST_LOG` asks for them: stdout is for results.
-pub fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        // Colour codes only on a terminal: the embedded server's log is a file that error
-        // messages quote.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
+/// Logs go to stderr, off unless `RUST_LOG` asks for them: stdout is for results. Turns are
+/// exported as OpenTelemetry spans when `OTEL_EXPORTER_OTLP_ENDPOINT` is set; hold the guard
+/// until the end of `main` so the last spans are flushed.
+pub fn init_tracing() -> voxlat_telemetry::TracingGuard {
+    voxlat_telemetry::init_tracing("voxlat", "warn")
 }

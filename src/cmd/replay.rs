@@ -62,6 +62,10 @@ pub struct ReplayArgs {
     /// Longest silence between two reads of the LLM stream before the turn fails as a timeout.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = super::bench_llm::parse_duration)]
     pub idle_timeout: Duration,
+    /// Serve Prometheus metrics of the measured turns (segment histograms, turns by outcome)
+    /// at http://HOST:PORT/metrics while the replay runs, e.g. 127.0.0.1:9464.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics_addr: Option<String>,
 }
 
 fn scenario_files(args: &[PathBuf]) -> Vec<PathBuf> {
@@ -187,6 +191,10 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         .collect();
     results.skipped = skipped;
     let mut writer = ResultsWriter::new(&args.output_dir, results)?;
+    let telemetry = voxlat_telemetry::TurnTelemetry::start(args.metrics_addr.as_deref())?;
+    if let Some(url) = telemetry.metrics_url() {
+        eprintln!("metrics on {url}");
+    }
 
     let (asr, tts, client) = load_stages(
         &budget,
@@ -256,6 +264,13 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
                     (None, None) => format!("{:?}: {:?}", rec.outcome, rec.asr_rejected),
                 }
             );
+            if !rec.warmup {
+                telemetry.record_turn(
+                    &rec.snapshot(),
+                    telemetry_outcome(rec.outcome),
+                    rec.error.as_deref(),
+                );
+            }
             writer.push(rec)?;
         }
         Ok(None)
@@ -349,6 +364,19 @@ pub(crate) fn load_stages(
         },
     )?;
     Ok((asr, tts, client))
+}
+
+/// The metrics and spans name for a turn's outcome.
+pub(crate) fn telemetry_outcome(
+    o: voxlat_pipeline::record::TurnOutcome,
+) -> voxlat_telemetry::Outcome {
+    use voxlat_pipeline::record::TurnOutcome as T;
+    match o {
+        T::Ok => voxlat_telemetry::Outcome::Ok,
+        T::NoSpeech => voxlat_telemetry::Outcome::NoSpeech,
+        T::Interrupted => voxlat_telemetry::Outcome::Interrupted,
+        T::Error => voxlat_telemetry::Outcome::Error,
+    }
 }
 
 /// (scenario index, turn index, repeat, warm-up) in play order. Conversation scenarios keep

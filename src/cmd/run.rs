@@ -2,7 +2,7 @@
 //! speaker, one line per turn with the breakdown of where the delay went, barge-in, and the
 //! session's results in replay's schema.
 
-use super::replay::{connect_llm, load_stages, print_report};
+use super::replay::{connect_llm, load_stages, print_report, telemetry_outcome};
 use anyhow::{Context, Result};
 use clap::Args;
 use serde::Deserialize;
@@ -80,6 +80,10 @@ pub struct RunArgs {
     /// Stop after this many turns (headless use, tests).
     #[arg(long)]
     pub max_turns: Option<u32>,
+    /// Serve Prometheus metrics of the turns (segment histograms, turns by outcome) at
+    /// http://HOST:PORT/metrics, e.g. 127.0.0.1:9464.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics_addr: Option<String>,
     /// Give up if no turn started within this many seconds (headless use).
     #[arg(long, value_name = "SECONDS")]
     pub idle_timeout: Option<u64>,
@@ -249,6 +253,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let mut results = ReplayResults::new(cfg.clone(), budget, stages);
     results.timing_note = "live: speech_end is the endpointer's retro-dated end of speech on the microphone's own capture timestamps, mapped onto the process clock; endpoint is when its decision reached the pipeline; playout_queued is when the first reply sample was written to the output ring, playout_start when the device reports it leaves the speaker (its playback timestamp), so `device` is output buffering and device latency".into();
     let mut writer = ResultsWriter::with_prefix(&args.output_dir, "live", results)?;
+    let telemetry = voxlat_telemetry::TurnTelemetry::start(args.metrics_addr.as_deref())?;
+    if let Some(url) = telemetry.metrics_url() {
+        eprintln!("metrics on {url}");
+    }
     let pipeline = Pipeline::new(cfg, asr, tts, client);
 
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -318,6 +326,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
                     turn = None;
                     last_activity = Instant::now();
                     println!("{}", summary(&rec));
+                    telemetry.record_turn(&rec.snapshot(), telemetry_outcome(rec.outcome), rec.error.as_deref());
                     writer.push(rec)?;
                     if max_turns.is_some_and(|m| n >= m) && waiting.is_none() {
                         return Ok(false);

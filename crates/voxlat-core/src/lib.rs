@@ -12,6 +12,7 @@ pub mod stats;
 pub mod text;
 pub mod threads;
 pub mod timeline;
+pub mod trace;
 
 pub use clock::Nanos;
 pub use event::EventKind;

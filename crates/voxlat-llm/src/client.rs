@@ -199,6 +199,9 @@ impl LlmClient {
             .http
             .post(&url)
             .header("X-Request-Id", tl.id().as_str())
+            // The same request as a W3C trace, so a server that traces (vLLM does) puts its
+            // spans in the turn's trace, under the client's llm_request span.
+            .header("traceparent", voxlat_core::trace::traceparent(tl.id()))
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(req.body().to_string());

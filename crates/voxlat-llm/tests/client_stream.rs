@@ -382,6 +382,19 @@ async fn request_id_is_sent_and_echo_recorded() {
         Some(tl.id().as_str())
     );
     assert_eq!(out.server_request_id.as_deref(), Some(tl.id().as_str()));
+    // The same request as a W3C trace: the trace is the request's, the parent its LLM span.
+    let tp = server.requests()[0]
+        .traceparent
+        .clone()
+        .expect("traceparent sent");
+    assert_eq!(
+        tp,
+        format!(
+            "00-{:032x}-{:016x}-01",
+            voxlat_core::trace::trace_id(tl.id()),
+            voxlat_core::trace::span_id(tl.id(), voxlat_core::trace::LLM_REQUEST_SPAN)
+        )
+    );
     assert_eq!(server.requests()[0].body["stream"], true);
     assert_eq!(
         server.requests()[0].body["stream_options"]["include_usage"],

@@ -55,6 +55,12 @@ struct Args {
     /// prompt diverges within about one window of the end of the cached one.
     #[arg(long)]
     small_swa_cache: bool,
+
+    /// Serve Prometheus metrics (queue depth, busy slots, queue wait, prefill, decode,
+    /// prefix-cache hits, requests by outcome) at http://HOST:PORT/metrics, e.g.
+    /// 127.0.0.1:9464. Off unless given.
+    #[arg(long, value_name = "HOST:PORT")]
+    metrics_addr: Option<String>,
 }
 
 fn main() -> std::process::ExitCode {
@@ -131,7 +137,18 @@ fn run(args: Args) -> Result<()> {
         small_swa_cache: args.small_swa_cache,
     })?;
     let handle: &'static LlamaModelHandle = Box::leak(Box::new(handle));
-    let sched = Scheduler::start(args.slots, args.queue, move |_slot| {
+    // Bound before the slots start, so a busy address fails fast.
+    let (metrics, metrics_server) = match &args.metrics_addr {
+        Some(addr) => {
+            let mut registry = voxlat_telemetry::Registry::default();
+            let m = voxlat_telemetry::ServerMetrics::register(&mut registry, args.slots);
+            let server =
+                voxlat_telemetry::MetricsServer::start("--metrics-addr", addr, Arc::new(registry))?;
+            (Some(m), Some(server))
+        }
+        None => (None, None),
+    };
+    let sched = Scheduler::start_with_metrics(args.slots, args.queue, metrics, move |_slot| {
         handle
             .new_slot()
             .map(|s| Box::new(s) as Box<dyn Engine>)
@@ -165,6 +182,9 @@ fn run(args: Args) -> Result<()> {
             args.queue,
             handle.n_swa,
         );
+        if let Some(m) = &metrics_server {
+            println!("voxlat-server metrics on {}", m.url());
+        }
         let state = AppState::new(model, Arc::new(sched));
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(async move {

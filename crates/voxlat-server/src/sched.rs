@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Instant;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use voxlat_telemetry::{FinishedRequest, RequestOutcome, ServerMetrics};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -202,6 +203,25 @@ pub struct Stats {
     pub cancelled: AtomicU64,
     pub rejected: AtomicU64,
     pub failed: AtomicU64,
+    /// Prometheus metrics, when the server exposes them (`--metrics-addr`).
+    pub metrics: Option<ServerMetrics>,
+}
+
+impl Stats {
+    /// Publishes the queue depth and busy slots after either changed.
+    fn occupancy_changed(&self) {
+        if let Some(m) = &self.metrics {
+            let admitted = self.admitted.load(Ordering::Acquire);
+            let busy = self.busy.load(Ordering::Acquire);
+            m.set_occupancy(admitted.saturating_sub(busy), busy);
+        }
+    }
+
+    fn ended(&self, outcome: RequestOutcome) {
+        if let Some(m) = &self.metrics {
+            m.ended(outcome);
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -222,6 +242,7 @@ struct Permit(Arc<Stats>);
 impl Drop for Permit {
     fn drop(&mut self) {
         self.0.admitted.fetch_sub(1, Ordering::AcqRel);
+        self.0.occupancy_changed();
     }
 }
 
@@ -248,11 +269,27 @@ impl Scheduler {
     where
         F: Fn(usize) -> Result<Box<dyn Engine>, String> + Send + Sync + 'static,
     {
+        Scheduler::start_with_metrics(slots, queue, None, make_engine)
+    }
+
+    /// [`Scheduler::start`], updating `metrics` as requests come and go.
+    pub fn start_with_metrics<F>(
+        slots: usize,
+        queue: usize,
+        metrics: Option<ServerMetrics>,
+        make_engine: F,
+    ) -> Result<Scheduler, String>
+    where
+        F: Fn(usize) -> Result<Box<dyn Engine>, String> + Send + Sync + 'static,
+    {
         let slots = slots.max(1);
         let (tx, rx) = mpsc::channel::<Job>();
         let rx = Arc::new(Mutex::new(rx));
         let make_engine = Arc::new(make_engine);
-        let stats = Arc::new(Stats::default());
+        let stats = Arc::new(Stats {
+            metrics,
+            ..Stats::default()
+        });
         let mut workers = Vec::new();
         for slot in 0..slots {
             let (ready_tx, ready_rx) = mpsc::channel();
@@ -301,6 +338,7 @@ impl Scheduler {
             });
         if admitted.is_err() {
             self.stats.rejected.fetch_add(1, Ordering::Relaxed);
+            self.stats.ended(RequestOutcome::Rejected);
             let busy = self.stats.busy.load(Ordering::Acquire);
             return Err(ApiError::Busy {
                 slots: self.slots,
@@ -309,6 +347,7 @@ impl Scheduler {
             });
         }
         let permit = Permit(self.stats.clone());
+        self.stats.occupancy_changed();
         let (tx, rx) = unbounded_channel();
         let mut stamps = stamps;
         stamps.queued = Instant::now();
@@ -384,10 +423,12 @@ fn worker(
         };
         if job.tx.is_closed() {
             stats.cancelled.fetch_add(1, Ordering::Relaxed);
+            stats.ended(RequestOutcome::Cancelled);
             tracing::info!(request_id = %job.id, slot, "client left while queued; dropped");
             continue;
         }
         stats.busy.fetch_add(1, Ordering::AcqRel);
+        stats.occupancy_changed();
         let mut sink = Sink::new(&job.spec, job.tx.clone(), job.stamps.clone());
         let result = catch_unwind(AssertUnwindSafe(|| engine.generate(&job.spec, &mut sink)));
         match result {
@@ -398,27 +439,42 @@ fn worker(
                     predicted_n = t.predicted_n, queue_ms = t.queue_ms, prompt_ms = t.prompt_ms,
                     first_token_ms = t.first_token_ms, total_ms = t.total_ms, ?reason, "done"
                 );
+                if let Some(m) = &stats.metrics {
+                    m.finished(&FinishedRequest {
+                        queue_s: t.queue_ms / 1e3,
+                        prefill_s: t.prompt_ms / 1e3,
+                        decode_s: t.predicted_ms / 1e3,
+                        first_token_s: t.first_token_ms / 1e3,
+                        cached_tokens: t.cache_n,
+                        prompt_tokens: t.prompt_n,
+                        generated_tokens: t.predicted_n,
+                    });
+                }
                 sink.done(reason);
                 stats.completed.fetch_add(1, Ordering::Relaxed);
             }
             Ok(Ok(Outcome::Cancelled)) => {
                 stats.cancelled.fetch_add(1, Ordering::Relaxed);
+                stats.ended(RequestOutcome::Cancelled);
                 tracing::info!(request_id = %job.id, slot, "client disconnected; generation cancelled");
             }
             Ok(Err(e)) => {
                 stats.failed.fetch_add(1, Ordering::Relaxed);
+                stats.ended(RequestOutcome::Failed);
                 tracing::error!(request_id = %job.id, slot, error = %e, "generation failed");
                 engine.reset();
                 sink.fail(e);
             }
             Err(_) => {
                 stats.failed.fetch_add(1, Ordering::Relaxed);
+                stats.ended(RequestOutcome::Failed);
                 tracing::error!(request_id = %job.id, slot, "generation panicked");
                 engine.reset();
                 sink.fail("internal error (panic in the engine); the slot was reset".into());
             }
         }
         stats.busy.fetch_sub(1, Ordering::AcqRel);
+        stats.occupancy_changed();
         // The permit (admission) is released when `job` drops here, after `busy` went down,
         // so `admitted - busy` never counts a finished job as queued.
         drop(job);

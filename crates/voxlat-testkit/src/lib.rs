@@ -159,6 +159,8 @@ impl Script {
 pub struct ServedRequest {
     pub path: String,
     pub request_id: Option<String>,
+    /// The W3C `traceparent` header, when the client sent one.
+    pub traceparent: Option<String>,
     pub authorization: Option<String>,
     pub body: serde_json::Value,
     pub received: Nanos,
@@ -353,6 +355,7 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
         log.push(ServedRequest {
             path: "/v1/chat/completions".into(),
             request_id: request_id.clone(),
+            traceparent: header("traceparent"),
             authorization: authorization.clone(),
             body: json.clone(),
             received,
