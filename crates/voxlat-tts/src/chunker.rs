@@ -145,6 +145,21 @@ fn normalize_space(s: &str) -> String {
 /// Byte offset where the chunk starting at `buf[0]` (not whitespace) ends, or `None` when that
 /// depends on text not received yet (or, at the end, when no boundary exists).
 fn find_boundary(buf: &str, first: bool, cfg: &ChunkerConfig, at_end: bool) -> Option<usize> {
+    // The decision almost always falls within the first `max_chars` characters. Scanning a
+    // window of the buffer first keeps a long buffer from making chunking quadratic (found by
+    // fuzzing: a 64 KiB reply with a tiny cap timed out). A window scan never decides on text
+    // past its end (it runs as "not at the end"), so a decision it makes is the one the whole
+    // buffer gives; an undecided window falls back to the whole buffer.
+    let window = cfg.max_chars.saturating_mul(2).saturating_add(64);
+    if let Some((cut, _)) = buf.char_indices().nth(window) {
+        if let Some(end) = scan_boundary(&buf[..cut], first, cfg, false) {
+            return Some(end);
+        }
+    }
+    scan_boundary(buf, first, cfg, at_end)
+}
+
+fn scan_boundary(buf: &str, first: bool, cfg: &ChunkerConfig, at_end: bool) -> Option<usize> {
     let chars: Vec<(usize, char)> = buf.char_indices().collect();
     let byte_at = |k: usize| chars.get(k).map_or(buf.len(), |&(b, _)| b);
     // Length as it will be after whitespace is collapsed.
@@ -302,7 +317,10 @@ fn cap_split(buf: &str, at: usize) -> usize {
     let through = buf[at..].chars().next().map_or(at, |c| at + c.len_utf8());
     match buf[..through].rfind(char::is_whitespace) {
         Some(p) if p > 0 => p,
-        _ => at,
+        _ if at > 0 => at,
+        // A run of marks longer than the cap at the very start: cut after its first character
+        // rather than return an empty chunk, which would never advance (a hang found by fuzzing).
+        _ => through,
     }
 }
 
@@ -312,6 +330,57 @@ mod tests {
 
     fn chunks(text: &str) -> Vec<String> {
         Chunker::split(text, ChunkerConfig::default())
+    }
+
+    /// Regression (fuzzing): a run of marks longer than the cap at the start of a chunk gave an
+    /// empty chunk that never advanced, so the chunker spun forever.
+    #[test]
+    fn a_run_of_marks_longer_than_the_cap_does_not_hang() {
+        let config = ChunkerConfig::default();
+        let text = format!("{} Then words.", "?".repeat(config.max_chars + 60));
+        let chunks = Chunker::split(&text, config);
+        assert!(chunks
+            .iter()
+            .all(|c| !c.is_empty() && c.chars().count() <= config.max_chars));
+        assert_eq!(chunks.concat().matches('?').count(), config.max_chars + 60);
+        assert_eq!(chunks.last().map(String::as_str), Some("Then words."));
+    }
+
+    /// Regression (fuzzing): a long text with a tiny cap made every chunk rescan the whole
+    /// buffer. The windowed scan must give exactly the chunks of a whole-buffer scan.
+    #[test]
+    fn windowed_scan_gives_the_same_chunks_as_a_whole_buffer_scan() {
+        let text = "Well, one two. Three four five six seven eight nine ten eleven twelve! \
+                    No. 5 is here...   and   then,   spaced     out?  Dr. Who said e.g. this.\n"
+            .repeat(40);
+        for max_chars in [1, 3, 8, 20, 240] {
+            let config = ChunkerConfig {
+                first_chunk_min_chars: 4,
+                max_chars,
+            };
+            let mut by_scan = Vec::new();
+            let mut rest = text.trim_start();
+            let mut first = true;
+            while !rest.is_empty() {
+                let end = scan_boundary(rest, first, &config, true).unwrap_or(rest.len());
+                assert!(
+                    end > 0,
+                    "no progress at {:?} (max_chars {max_chars})",
+                    &rest[..rest.len().min(30)]
+                );
+                let chunk = normalize_space(&rest[..end]);
+                if !chunk.is_empty() {
+                    by_scan.push(chunk);
+                    first = false;
+                }
+                rest = rest[end..].trim_start();
+            }
+            assert_eq!(
+                Chunker::split(&text, config),
+                by_scan,
+                "max_chars {max_chars}"
+            );
+        }
     }
 
     /// Regression (fuzzing): with the delta ending right after "No. ", the chunker split there
