@@ -77,7 +77,7 @@ impl TurnMetrics {
         registry.register_with_unit(
             "voxlat_turn_segment",
             "Segments of user stopped speaking -> first reply audio, per finished turn \
-             (endpointing, asr, llm_ttft, llm_thinking, llm_first_chunk, tts_first_audio, playout)",
+             (endpointing, asr, llm_ttft, llm_thinking, llm_first_chunk, tts_first_audio, playout, device)",
             Unit::Seconds,
             m.segments.clone(),
         );
@@ -154,8 +154,11 @@ mod tests {
         let mut r = Registry::default();
         let m = TurnMetrics::register(&mut r);
         // speech_end, endpoint (+300), asr_done (+40), first token (+150), answer (+0),
-        // first chunk (+120), tts (+80), playout (+20)
-        m.record_turn(&turn(&[0, 300, 340, 490, 490, 610, 690, 710]), Outcome::Ok);
+        // first chunk (+120), tts (+80), playout queued (+20), leaves the device (+20)
+        m.record_turn(
+            &turn(&[0, 300, 340, 490, 490, 610, 690, 710, 730]),
+            Outcome::Ok,
+        );
         m.record_turn(&turn(&[0, 300]), Outcome::Error);
         let text = encode(&r);
         assert!(
@@ -189,7 +192,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("voxlat_turn_voice_to_voice_seconds_sum 0.71"),
+            text.contains("voxlat_turn_voice_to_voice_seconds_sum 0.73"),
             "{text}"
         );
     }
