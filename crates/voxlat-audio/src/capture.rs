@@ -40,6 +40,23 @@ pub(crate) struct Flags {
 }
 
 impl Flags {
+    // The reader's view, shared by capture and playback: one place for the memory orderings.
+    pub fn is_started(&self) -> bool {
+        self.started.load(Ordering::Acquire)
+    }
+
+    pub fn is_failed(&self) -> bool {
+        self.failed.load(Ordering::Acquire)
+    }
+
+    pub fn is_raised(&self) -> bool {
+        self.raised.load(Ordering::Relaxed)
+    }
+
+    pub fn xrun_count(&self) -> u64 {
+        self.xruns.load(Ordering::Relaxed)
+    }
+
     /// The stream's error callback: an xrun is counted (the driver recovers from it), any
     /// other error ends the stream for the reader.
     pub fn on_error(&self, e: &cpal::Error) {
@@ -137,22 +154,22 @@ impl Capture {
     }
 
     pub fn started(&self) -> bool {
-        self.flags.started.load(Ordering::Acquire)
+        self.flags.is_started()
     }
 
     /// The stream reported an error (device unplugged, server gone).
     pub fn failed(&self) -> bool {
-        self.flags.failed.load(Ordering::Acquire)
+        self.flags.is_failed()
     }
 
     /// Whether the callback thread got its higher scheduling weight (privileged processes).
     pub fn raised(&self) -> bool {
-        self.flags.raised.load(Ordering::Relaxed)
+        self.flags.is_raised()
     }
 
     /// Overruns the driver reported: audio lost because the callback ran too late.
     pub fn xruns(&self) -> u64 {
-        self.flags.xruns.load(Ordering::Relaxed)
+        self.flags.xrun_count()
     }
 
     /// Samples lost because the reader fell more than the ring's length behind.

@@ -84,22 +84,22 @@ impl Playback {
     }
 
     pub fn started(&self) -> bool {
-        self.flags.started.load(Ordering::Acquire)
+        self.flags.is_started()
     }
 
     pub fn failed(&self) -> bool {
-        self.flags.failed.load(Ordering::Acquire)
+        self.flags.is_failed()
     }
 
     /// Whether the callback thread got its higher scheduling weight (privileged processes).
     pub fn raised(&self) -> bool {
-        self.flags.raised.load(Ordering::Relaxed)
+        self.flags.is_raised()
     }
 
     /// Underruns the driver reported: the callback ran too late and the device played
     /// silence (heard as a click or gap), whatever the ring held.
     pub fn xruns(&self) -> u64 {
-        self.flags.xruns.load(Ordering::Relaxed)
+        self.flags.xrun_count()
     }
 
     /// Queues what fits of `samples` (mono, device rate); returns how many.
