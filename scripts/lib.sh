@@ -11,28 +11,30 @@ SYSTEM_PACKAGES+=(libasound2-dev pulseaudio pulseaudio-utils libasound2-plugins)
 # prometheus: the real Prometheus server tests/metrics_prometheus.rs scrapes `voxlat serve` with.
 SYSTEM_PACKAGES+=(prometheus)
 
+# Prints the words after the first that differ from it: removes whole package names only
+# (a pattern substitution such as ${a[@]/python3} would also mangle python3-pip).
+drop_word() {
+  local drop=$1 w
+  shift
+  for w in "$@"; do [[ "$w" != "$drop" ]] && printf '%s\n' "$w"; done
+  return 0
+}
+
 install_system_packages() {
   local missing=()
   for p in "${SYSTEM_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
-  # A pip from elsewhere (pyenv, venv) does as well as Debian's.
-  if [[ " ${missing[*]} " == *" python3-pip "* ]] && python3 -m pip --version >/dev/null 2>&1; then
-    missing=("${missing[@]/python3-pip}")
-  fi
-  if [[ " ${missing[*]} " == *" python3 "* ]] && command -v python3 >/dev/null 2>&1; then
-    missing=("${missing[@]/python3}")
-  fi
+  # A pip from elsewhere (pyenv, venv) does as well as Debian's, and so does any python3.
+  python3 -m pip --version >/dev/null 2>&1 && missing=($(drop_word python3-pip "${missing[@]}"))
+  command -v python3 >/dev/null 2>&1 && missing=($(drop_word python3 "${missing[@]}"))
   # On a PipeWire desktop, installing pulseaudio would replace pipewire-pulse: leave it out
   # (only the live-mode tests need it; they say so if it is missing).
   if [[ " ${missing[*]} " == *" pulseaudio "* ]] && dpkg-query -W -f='${Status}' pipewire-pulse 2>/dev/null | grep -q "install ok installed"; then
     echo "note: pipewire-pulse is installed, so pulseaudio (for the live-mode tests) is not" >&2
-    local keep=()
-    for p in "${missing[@]}"; do [[ "$p" != pulseaudio ]] && keep+=("$p"); done
-    missing=("${keep[@]}")
+    missing=($(drop_word pulseaudio "${missing[@]}"))
   fi
-  local want=()
-  for p in "${missing[@]}"; do [[ -n "$p" ]] && want+=("$p"); done
+  local want=("${missing[@]}")
   if ((${#want[@]})); then
     step "installing system packages: ${want[*]}"
     local sudo=""
@@ -57,5 +59,5 @@ ensure_rust() {
 
 fetch_models() {
   step "fetching and verifying models (cached in \${VOXLAT_MODELS_DIR:-~/.cache/voxlat/models})"
-  cargo run --quiet --locked -- models fetch --all
+  cargo run --release --quiet --locked -- models fetch --all
 }

@@ -12,8 +12,9 @@ source scripts/lib.sh
 install_system_packages
 ensure_rust
 
-step "building voxlat (release; the first build compiles whisper.cpp and llama.cpp: ~10 min on 2 cores)"
-cargo build --release --locked --bins
+step "building voxlat and voxlat-server (release; the first build compiles whisper.cpp and llama.cpp: about 16 min on 2 cores)"
+# The workspace's default members are exactly these two binaries (Cargo.toml).
+cargo build --release --locked
 
 step "fetching and verifying models (cached in \${VOXLAT_MODELS_DIR:-~/.cache/voxlat/models})"
 target/release/voxlat models fetch --all

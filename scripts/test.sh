@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Runs the whole test suite from a fresh checkout: installs what is missing (Debian packages,
-# models into the cache), builds once, then runs every test. `.ci/run` calls exactly this.
+# models into the cache), builds once, then runs every test.
+#
+# Tests run in the release profile, the one scripts/setup.sh builds, so a checkout that has run
+# setup.sh (CI runs both, .ci/run) compiles whisper.cpp and llama.cpp once, not twice.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,11 +13,10 @@ source scripts/lib.sh
 install_system_packages
 ensure_rust
 
-# Build once; the test run below reuses it.
-step "building (debug, with optimised native crates)"
-cargo build --workspace --all-targets --locked
+step "building (release, every target)"
+cargo build --release --workspace --all-targets --locked
 
 fetch_models
 
 step "running the tests"
-cargo test --workspace --locked --no-fail-fast
+cargo test --release --workspace --locked --no-fail-fast
