@@ -1,8 +1,13 @@
 //! whisper.cpp (through whisper-rs) tuned for short utterances.
 //!
 //! The model is loaded once and one decoding state is reused, so per-utterance cost is only
-//! the encoder and decoder passes. The settings follow `shared/docs/models.md`: whisper.cpp's
-//! defaults encode a full 30 s window even for a 3 s utterance, which dominated latency.
+//! the encoder and decoder passes. whisper.cpp's defaults encode a full 30 s window even for a
+//! 3 s utterance, which dominated latency, so the first decode encodes just the audio (see
+//! [`audio_ctx_for`]) with greedy decoding and no temperature fallback.
+//!
+//! That fast path can run away on short real clips ("5, 5, 5, …"). Every decode is checked by
+//! [`crate::guard`]; a failed one is decoded again ([`Fallback`]), and the transcript says so
+//! and what it cost.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -19,8 +24,73 @@ const FRAMES_PER_SECOND: f64 = 50.0;
 const AUDIO_CTX_PADDING: i32 = 256;
 /// The model's full window (30 s).
 const MAX_AUDIO_CTX: i32 = 1500;
-/// Enough for a spoken turn; stops a runaway decode early.
+/// Enough for a spoken turn; shorter clips get a smaller cap ([`crate::guard::token_cap`]).
 const MAX_TOKENS: i32 = 96;
+/// The temperature of a sampled re-decode (OpenAI Whisper's first fallback step is 0.2).
+const FALLBACK_TEMPERATURE: f32 = 0.2;
+
+/// How a decode that the guard rejected is tried again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Fallback {
+    /// Never: keep the first decode, cut at its loop.
+    Off,
+    /// Encode the model's whole 30 s window, as it was trained, and decode greedily again.
+    #[default]
+    FullWindow,
+    /// Same window, sampled at a temperature of 0.2 (then 0.4) instead of greedily.
+    Temperature,
+}
+
+impl Fallback {
+    pub fn name(self) -> &'static str {
+        match self {
+            Fallback::Off => "off",
+            Fallback::FullWindow => "full-window",
+            Fallback::Temperature => "temperature",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Fallback> {
+        [Fallback::Off, Fallback::FullWindow, Fallback::Temperature]
+            .into_iter()
+            .find(|f| f.name() == s)
+    }
+
+    /// `(audio_ctx, temperature)` of each retry after the first decode.
+    fn retries(self) -> &'static [(Ctx, f32)] {
+        match self {
+            Fallback::Off => &[],
+            Fallback::FullWindow => &[(Ctx::Full, 0.0)],
+            Fallback::Temperature => &[
+                (Ctx::Fit, FALLBACK_TEMPERATURE),
+                (Ctx::Fit, 2.0 * FALLBACK_TEMPERATURE),
+            ],
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Ctx {
+    /// Just the audio plus padding.
+    Fit,
+    /// The model's whole window.
+    Full,
+}
+
+/// A first decode that the guard rejected, and what the retries did about it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FallbackReport {
+    /// What was wrong with the first decode.
+    pub reason: String,
+    /// The strategy used.
+    pub strategy: Fallback,
+    /// Decodes after the first.
+    pub retries: u32,
+    /// Whether a retry passed the guard (else the least bad output was cut at its loop).
+    pub recovered: bool,
+    /// The first decode's compute; `Transcript::compute` minus this is what the fallback cost.
+    pub first_compute: Duration,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum AsrError {
@@ -54,13 +124,35 @@ pub struct Transcript {
     pub audio: Duration,
     /// compute / audio: below 1 is faster than real time.
     pub real_time_factor: f64,
+    /// Text tokens of the kept decode.
+    pub tokens: usize,
+    /// Set when the first decode ran away and was decoded again.
+    pub fallback: Option<FallbackReport>,
+}
+
+impl Transcript {
+    /// Compute spent on decodes after the first (zero when the first was kept).
+    pub fn fallback_compute(&self) -> Duration {
+        self.fallback
+            .as_ref()
+            .map(|f| self.compute.saturating_sub(f.first_compute))
+            .unwrap_or_default()
+    }
+}
+
+/// One decode's output.
+struct Decode {
+    text: String,
+    tokens: usize,
+    compute: Duration,
 }
 
 pub struct WhisperEngine {
     // Kept alive for the state, which points into it.
-    _ctx: WhisperContext,
+    ctx: WhisperContext,
     state: WhisperState,
     threads: i32,
+    fallback: Fallback,
 }
 
 /// `audio_ctx` for an utterance of `seconds`: just enough encoder frames, plus the padding that
@@ -91,10 +183,16 @@ impl WhisperEngine {
             .map_err(load_err)?;
         let state = ctx.create_state().map_err(load_err)?;
         Ok(Self {
-            _ctx: ctx,
+            ctx,
             state,
             threads: i32::try_from(threads.max(1)).unwrap_or(i32::MAX),
+            fallback: Fallback::default(),
         })
+    }
+
+    /// How a runaway decode is retried ([`Fallback::FullWindow`] unless set).
+    pub fn set_fallback(&mut self, fallback: Fallback) {
+        self.fallback = fallback;
     }
 
     /// Transcribes 16 kHz mono samples in [-1, 1].
@@ -106,33 +204,50 @@ impl WhisperEngine {
             return Err(AsrError::NotFinite { index });
         }
         let seconds = samples.len() as f64 / SAMPLE_RATE as f64;
-        let mut params = FullParams::new(SamplingStrategy::Greedy { best_of: 1 });
-        params.set_n_threads(self.threads);
-        params.set_language(Some("en"));
-        // With a reused state, the previous transcript would otherwise become the prompt and
-        // cause hallucinated continuations.
-        params.set_no_context(true);
-        params.set_single_segment(true);
-        params.set_no_timestamps(true);
-        params.set_temperature_inc(0.0);
-        params.set_max_tokens(MAX_TOKENS);
-        params.set_audio_ctx(audio_ctx_for(seconds));
-        params.set_print_progress(false);
-        params.set_print_realtime(false);
-        params.set_print_special(false);
-        params.set_print_timestamps(false);
-
-        let start = Instant::now();
-        self.state
-            .full(params, samples)
-            .map_err(AsrError::Inference)?;
-        let compute = start.elapsed();
-
-        let mut text = String::new();
-        for segment in self.state.as_iter() {
-            let piece = segment.to_str_lossy().map_err(AsrError::Inference)?;
-            text.push_str(&piece);
+        let fit = audio_ctx_for(seconds);
+        let cap = crate::guard::token_cap(seconds, MAX_TOKENS);
+        let first = self.decode(samples, fit, 0.0, cap)?;
+        let mut compute = first.compute;
+        let mut fallback = None;
+        let mut kept = first;
+        if let Some(failure) = crate::guard::check(&kept.text, kept.tokens, cap as usize, seconds)
+        {
+            let first_compute = kept.compute;
+            let mut retries = 0;
+            let mut recovered = false;
+            for &(ctx, temperature) in self.fallback.retries() {
+                let audio_ctx = match ctx {
+                    Ctx::Fit => fit,
+                    Ctx::Full => MAX_AUDIO_CTX,
+                };
+                let retry = self.decode(samples, audio_ctx, temperature, cap)?;
+                retries += 1;
+                compute += retry.compute;
+                let passed =
+                    crate::guard::check(&retry.text, retry.tokens, cap as usize, seconds)
+                        .is_none();
+                // A failed retry still replaces a longer failed decode: shorter is less wrong.
+                if passed || retry.text.len() < kept.text.len() {
+                    kept = retry;
+                }
+                if passed {
+                    recovered = true;
+                    break;
+                }
+            }
+            if !recovered {
+                kept.text = crate::guard::cut_loop(&kept.text);
+            }
+            tracing::debug!(%failure, retries, recovered, "Whisper decode ran away");
+            fallback = Some(FallbackReport {
+                reason: failure.to_string(),
+                strategy: self.fallback,
+                retries,
+                recovered,
+                first_compute,
+            });
         }
+        let text = kept.text;
         let audio = Duration::from_secs_f64(seconds);
         let levels = crate::filter::levels(samples);
         let raw = text.trim().to_string();
@@ -148,6 +263,59 @@ impl WhisperEngine {
             compute,
             audio,
             real_time_factor: compute.as_secs_f64() / seconds,
+            tokens: kept.tokens,
+            fallback,
+        })
+    }
+
+    /// One whisper.cpp decode, with whisper.cpp's own temperature fallback off: the guard
+    /// decides about retries, so a clean decode is never decoded twice.
+    fn decode(
+        &mut self,
+        samples: &[f32],
+        audio_ctx: i32,
+        temperature: f32,
+        max_tokens: i32,
+    ) -> Result<Decode, AsrError> {
+        let mut params = FullParams::new(SamplingStrategy::Greedy { best_of: 1 });
+        params.set_n_threads(self.threads);
+        params.set_language(Some("en"));
+        // With a reused state, the previous transcript would otherwise become the prompt and
+        // cause hallucinated continuations.
+        params.set_no_context(true);
+        params.set_single_segment(true);
+        params.set_no_timestamps(true);
+        params.set_temperature(temperature);
+        params.set_temperature_inc(0.0);
+        params.set_max_tokens(max_tokens);
+        params.set_audio_ctx(audio_ctx);
+        params.set_print_progress(false);
+        params.set_print_realtime(false);
+        params.set_print_special(false);
+        params.set_print_timestamps(false);
+
+        let start = Instant::now();
+        self.state
+            .full(params, samples)
+            .map_err(AsrError::Inference)?;
+        let compute = start.elapsed();
+
+        let eot = self.ctx.token_eot();
+        let mut text = String::new();
+        let mut tokens = 0;
+        for segment in self.state.as_iter() {
+            let piece = segment.to_str_lossy().map_err(AsrError::Inference)?;
+            text.push_str(&piece);
+            // Text tokens only: special and timestamp tokens have ids from end-of-text up.
+            tokens += (0..segment.n_tokens())
+                .filter_map(|i| segment.get_token(i))
+                .filter(|t| t.token_id() < eot)
+                .count();
+        }
+        Ok(Decode {
+            text,
+            tokens,
+            compute,
         })
     }
 }
