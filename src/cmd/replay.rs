@@ -478,6 +478,12 @@ pub fn print_report(r: &ReplayResults) {
         a.underruns,
         a.wer_mean.map(|w| format!("{:.1}%", w * 100.0)).unwrap_or_else(|| "-".into())
     );
+    if let Some(c) = &a.asr_compute {
+        println!(
+            "Whisper: {} of {} decodes ran away and were decoded again; compute P50 {:.0} ms, P95 {:.0} ms, worst {:.0} ms.",
+            a.asr_fallbacks, c.n, c.p50, c.p95, c.max
+        );
+    }
     println!("{}", r.timing_note);
 }
 

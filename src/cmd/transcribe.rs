@@ -5,7 +5,7 @@ use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
-use voxlat_asr::engine::WhisperEngine;
+use voxlat_asr::engine::{Fallback, WhisperEngine};
 use voxlat_core::threads::ThreadBudget;
 
 /// Transcribes WAV files (any common encoding, rate and channel count: they are resampled to
@@ -21,6 +21,14 @@ pub struct TranscribeArgs {
     /// Threads for whisper.cpp. [default: every core: ASR runs alone in a turn]
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+    /// How a decode that ran away into a loop is decoded again: full-window (encode Whisper's
+    /// whole 30 s window), temperature (sample at 0.2, then 0.4) or off.
+    #[arg(long, value_name = "HOW", default_value = "full-window", value_parser = parse_fallback)]
+    pub fallback: Fallback,
+}
+
+fn parse_fallback(s: &str) -> Result<Fallback, String> {
+    Fallback::parse(s).ok_or_else(|| format!("{s:?} is not one of full-window, temperature, off"))
 }
 
 pub fn whisper_model_path(explicit: Option<PathBuf>) -> Result<PathBuf> {
@@ -42,7 +50,10 @@ pub fn run(args: TranscribeArgs) -> Result<ExitCode> {
         model.display(),
         t0.elapsed().as_secs_f64() * 1e3
     );
+    engine.set_fallback(args.fallback);
     let mut failed = 0;
+    let mut computes = Vec::new();
+    let mut fallbacks = 0;
     for file in &args.files {
         let Some(decoded) = super::read_wav_reporting(file) else {
             failed += 1;
@@ -55,20 +66,45 @@ pub fn run(args: TranscribeArgs) -> Result<ExitCode> {
                     .as_ref()
                     .map(|r| format!(" [dropped: {r}]"))
                     .unwrap_or_default();
+                let retried = t
+                    .fallback
+                    .as_ref()
+                    .map(|f| {
+                        format!(
+                            "\n  first decode ran away ({}); {} more decode(s), {}, {:.0} ms",
+                            f.reason,
+                            f.retries,
+                            if f.recovered { "recovered" } else { "cut at the loop" },
+                            t.fallback_compute().as_secs_f64() * 1e3
+                        )
+                    })
+                    .unwrap_or_default();
                 println!(
-                    "{}: {}{note}\n  audio {:.2} s, compute {:.0} ms, RTF {:.3}",
+                    "{}: {}{note}\n  audio {:.2} s, compute {:.0} ms, RTF {:.3}{retried}",
                     file.display(),
                     t.text,
                     t.audio.as_secs_f64(),
                     t.compute.as_secs_f64() * 1e3,
                     t.real_time_factor
                 );
+                computes.push(t.compute.as_secs_f64() * 1e3);
+                fallbacks += usize::from(t.fallback.is_some());
             }
             Err(e) => {
                 eprintln!("error: {}: {e}", file.display());
                 failed += 1;
             }
         }
+    }
+    if let Some(s) = voxlat_core::stats::Summary::from_samples(&computes, failed) {
+        println!(
+            "{} files: {fallbacks} decode(s) ran away ({}); compute P50 {:.0} ms, P95 {:.0} ms, worst {:.0} ms",
+            s.n,
+            args.fallback.name(),
+            s.p50,
+            s.p95,
+            s.max
+        );
     }
     Ok(if failed == 0 {
         ExitCode::SUCCESS

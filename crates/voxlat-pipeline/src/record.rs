@@ -87,6 +87,12 @@ pub struct TurnRecord {
     pub asr_rejected: Option<String>,
     pub asr_compute_ms: Option<f64>,
     pub asr_rtf: Option<f64>,
+    /// Why Whisper's first decode was rejected as a runaway (then decoded again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asr_fallback: Option<String>,
+    /// Compute spent on those extra decodes, ms (included in `asr_compute_ms`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asr_fallback_ms: Option<f64>,
     /// The transcript came from speculative ASR on a provisional endpoint.
     pub speculative_asr: bool,
     pub retractions: u32,
@@ -131,6 +137,8 @@ impl TurnRecord {
             asr_rejected: None,
             asr_compute_ms: None,
             asr_rtf: None,
+            asr_fallback: None,
+            asr_fallback_ms: None,
             speculative_asr: false,
             retractions: 0,
             speech_end_annotated: false,
@@ -214,6 +222,12 @@ pub struct Aggregate {
     pub dominant_p50: Option<String>,
     pub dominant_p95: Option<String>,
     pub wer_mean: Option<f64>,
+    /// Turns whose first Whisper decode ran away and was decoded again.
+    #[serde(default)]
+    pub asr_fallbacks: usize,
+    /// Whisper compute per turn (every decode), ms: the worst case is its max.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asr_compute: Option<Summary>,
     pub underruns: u32,
     /// Every breakdown's segments summed exactly to its total (integer ns).
     pub sums_exact: bool,
@@ -261,6 +275,7 @@ impl Aggregate {
                 .map(|(n, _)| n.clone())
         };
         let wers: Vec<f64> = measured.iter().filter_map(|t| t.wer).collect();
+        let asr_compute: Vec<f64> = measured.iter().filter_map(|t| t.asr_compute_ms).collect();
         Aggregate {
             turns: measured.len(),
             ok: measured
@@ -283,6 +298,8 @@ impl Aggregate {
             dominant_p95: dominant(|s| s.p95),
             segments,
             wer_mean: (!wers.is_empty()).then(|| wers.iter().sum::<f64>() / wers.len() as f64),
+            asr_fallbacks: measured.iter().filter(|t| t.asr_fallback.is_some()).count(),
+            asr_compute: Summary::from_samples(&asr_compute, 0),
             underruns: measured.iter().map(|t| t.underruns).sum(),
             sums_exact: broken
                 .iter()

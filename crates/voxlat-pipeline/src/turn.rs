@@ -296,6 +296,11 @@ impl Pipeline {
         let transcript = asr.transcript.map_err(|e| format!("ASR failed: {e}"))?;
         rec.asr_compute_ms = Some(transcript.compute.as_secs_f64() * 1e3);
         rec.asr_rtf = Some(transcript.real_time_factor);
+        rec.asr_fallback = transcript.fallback.as_ref().map(|f| f.reason.clone());
+        rec.asr_fallback_ms = transcript
+            .fallback
+            .as_ref()
+            .map(|_| transcript.fallback_compute().as_secs_f64() * 1e3);
         rec.transcript = transcript.text.clone();
         rec.asr_rejected = transcript.rejected.clone();
         rec.wer = Some(voxlat_core::text::wer(&rec.reference, &rec.transcript));
