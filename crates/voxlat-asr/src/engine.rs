@@ -1,7 +1,7 @@
 //! whisper.cpp (through whisper-rs) tuned for short utterances.
 //!
 //! The model is loaded once and one decoding state is reused, so per-utterance cost is only
-//! the encoder and decoder passes. The settings follow `shared/docs/models.md`: whisper.cpp's
+//! the encoder and decoder passes. The settings follow `docs/models.md`: whisper.cpp's
 //! defaults encode a full 30 s window even for a 3 s utterance, which dominated latency.
 
 use std::path::{Path, PathBuf};
@@ -74,7 +74,7 @@ pub fn audio_ctx_for(seconds: f64) -> i32 {
 
 impl WhisperEngine {
     /// Loads a ggml Whisper model. `threads` is explicit because ggml's spinning thread pool
-    /// collapses when stages oversubscribe the cores (see models.md, thread contention).
+    /// collapses when stages oversubscribe the cores (see docs/models.md, threads).
     pub fn load(model: &Path, threads: usize) -> Result<Self, AsrError> {
         if !model.is_file() {
             return Err(AsrError::ModelMissing {
