@@ -3,7 +3,7 @@
 
 step() { printf '\n==> %s\n' "$*" >&2; }
 
-# Debian/Ubuntu package names; see shared/docs/models.md for why each is needed.
+# Debian/Ubuntu package names; see docs/models.md for why each is needed.
 SYSTEM_PACKAGES=(cmake clang libclang-dev g++ pkg-config libespeak-ng-dev espeak-ng-data python3 python3-pip ca-certificates)
 # Live mode: cpal's ALSA host (libasound2-dev), and for its tests a private PulseAudio daemon
 # reached through ALSA's pulse plugin (scripts/pulse-null-sink.sh; paplay plays into it).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A private PulseAudio daemon whose default output (null sink `spk`) comes back as its default
 # input (`spk.monitor`): a sound card with a loopback cable, for the live-mode tests on
-# machines without /dev/snd (see shared/docs/audio-testing.md). ALSA's `default` device then
+# machines without /dev/snd (see docs/audio-testing.md). ALSA's `default` device then
 # goes to it through the pulse plugin (libasound2-plugins) for any client with PULSE_SERVER.
 #
 #   start DIR   start a daemon under DIR, wait until it answers, print PULSE_SERVER=…

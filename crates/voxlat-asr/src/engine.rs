@@ -2,7 +2,7 @@
 //!
 //! The model is loaded once and one decoding state is reused, so per-utterance cost is only
 //! the encoder and decoder passes. whisper.cpp's defaults encode a full 30 s window even for a
-//! 3 s utterance, which dominated latency, so the first decode encodes just the audio (see
+//! 3 s utterance, which dominated latency (docs/models.md), so the first decode encodes just the audio (see
 //! [`audio_ctx_for`]) with greedy decoding and no temperature fallback.
 //!
 //! That fast path can run away on short real clips ("5, 5, 5, …"). Every decode is checked by
@@ -166,7 +166,7 @@ pub fn audio_ctx_for(seconds: f64) -> i32 {
 
 impl WhisperEngine {
     /// Loads a ggml Whisper model. `threads` is explicit because ggml's spinning thread pool
-    /// collapses when stages oversubscribe the cores (see models.md, thread contention).
+    /// collapses when stages oversubscribe the cores (see docs/models.md, threads).
     pub fn load(model: &Path, threads: usize) -> Result<Self, AsrError> {
         if !model.is_file() {
             return Err(AsrError::ModelMissing {

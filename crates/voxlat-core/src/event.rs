@@ -1,5 +1,5 @@
 //! The events of a turn, in the order they happen. Names and meanings follow
-//! `latency-model.md` exactly; the serialized names are the ones in that table.
+//! `docs/latency-model.md` exactly; the serialized names are the ones in that table.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

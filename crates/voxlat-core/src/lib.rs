@@ -1,6 +1,6 @@
 //! The one thing every voxlat stage shares: a process-wide monotonic clock, request IDs,
 //! the per-request timeline of events, and what is computed from it (segments, statistics,
-//! the versioned results model). See `shared/docs/latency-model.md` for the definitions.
+//! the versioned results model). See `docs/latency-model.md` for the definitions.
 
 pub mod clock;
 pub mod event;

@@ -2,7 +2,7 @@
 //! request's timeline, and the `bench-llm` engine built on it.
 //!
 //! TTFT ends at the first delta with non-empty content (reasoning or answer), never at the
-//! first byte or a role-only chunk: see `latency-model.md`.
+//! first byte or a role-only chunk: see `docs/latency-model.md`.
 
 pub mod bench;
 pub mod chunk;

@@ -4,7 +4,7 @@
 //! it consumed. Piper's fork of espeak-ng also returns the clause's terminator; the stock
 //! library does not, so the punctuation is recovered from the consumed text. Keeping it
 //! matters: Piper voices were trained on phonemes *with* punctuation, and without it clauses
-//! run together with flat prosody (see `shared/docs/models.md`).
+//! run together with flat prosody (see `docs/models.md`).
 //!
 //! espeak-ng keeps global state (the selected voice, translator buffers), so every call goes
 //! through one process-wide mutex.

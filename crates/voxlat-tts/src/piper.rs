@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone)]
 pub struct VoiceOptions {
     /// ONNX Runtime intra-op threads. One is the default: on 2 cores shared with ASR and the
-    /// LLM, one thread beat two under contention (models.md).
+    /// LLM, one thread beat two under contention (docs/models.md).
     pub intra_threads: usize,
     /// The ONNX Runtime library; `None` means `ORT_DYLIB_PATH`, then the models cache.
     pub runtime: Option<PathBuf>,
@@ -167,7 +167,7 @@ impl Voice {
             .map_err(|e| session_err(e.to_string()))?
             .with_inter_threads(1)
             .map_err(|e| session_err(e.to_string()))?
-            // Spinning threads steal the cores the other stages need (models.md: 10–30x
+            // Spinning threads steal the cores the other stages need (docs/models.md: 10–30x
             // collapses when two stages spin at once).
             .with_intra_op_spinning(false)
             .map_err(|e| session_err(e.to_string()))?

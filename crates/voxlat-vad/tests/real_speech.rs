@@ -8,7 +8,7 @@ use voxlat_vad::{Endpointer, EndpointerConfig, VadEvent, WebRtcDetector};
 
 const RATE: u32 = 16_000;
 const FRAME_NS: i64 = 20_000_000;
-/// Offset lag documented for webrtc-vad modes 2 and 3 (shared/docs/audio-testing.md): 40–100 ms.
+/// Offset lag documented for webrtc-vad modes 2 and 3 (docs/audio-testing.md): 40–100 ms.
 const OFFSET_LAG_NS: i64 = 100_000_000;
 
 fn fixture(name: &str) -> Vec<f32> {

@@ -1,5 +1,5 @@
 //! CTranslate2 tensor names and layouts → whisper.cpp's. The table and its pitfalls are in
-//! `shared/docs/models.md`; the non-obvious parts are repeated where they happen below.
+//! `docs/models.md`; the non-obvious parts are repeated where they happen below.
 
 use super::ct2::{Ct2Model, Dtype, Variable};
 use super::ggml::{Hparams, Tensor, TensorData};

@@ -32,7 +32,7 @@ pub const PREFILL_MIN_SHARE: f64 = 0.5;
 /// concurrency 1.
 pub const SERVER_PREFILL_MIN_SHARE: f64 = 0.5;
 /// Below this P50 TTFT at concurrency 1 nothing is slow, so the server view blames no stage
-/// for it (people notice gaps above ~200 ms in conversation; latency-model.md).
+/// for it (people notice gaps above ~200 ms in conversation; docs/latency-model.md).
 pub const SLOW_TTFT_MS: f64 = 200.0;
 /// The server's queue time at this share of TTFT or more is queueing, whatever the tail.
 pub const SERVER_QUEUE_MIN_SHARE: f64 = 0.3;
