@@ -49,6 +49,51 @@ fn bundled_clips_are_transcribed_within_the_wer_bound() {
     assert!(corpus <= MAX_CORPUS_WER, "corpus WER {corpus:.3}");
 }
 
+/// Single real digits and words (clean, noisy, clipped): the clips on which greedy decoding
+/// looped ("5, 5, 5, …"). References are the prompts' published texts, not Whisper output.
+const SHORT: &[(&str, &str)] = &[
+    ("real-digit-5.wav", "Five."),
+    ("real-digit-10.wav", "Ten."),
+    ("real-digit-40.wav", "Forty."),
+    ("real-word-hello.wav", "Hello."),
+    ("real-word-goodbye.wav", "Goodbye."),
+    ("real-word-cancelled.wav", "Cancelled."),
+    ("real-noisy-digit-7.wav", "Seven."),
+    ("real-clipped-digit-9.wav", "Nine."),
+    ("real-letter-q.wav", "Q."),
+];
+
+#[test]
+fn short_real_commands_never_loop() {
+    let mut engine = WhisperEngine::load(&whisper_model(), 2).expect("load");
+    let mut errors = 0.0;
+    for (clip, reference) in SHORT {
+        let audio = scenario_audio(clip);
+        let t = engine.transcribe(&audio).expect("transcribe");
+        let said = voxlat_core::text::normalize_words(&t.text).len();
+        let want = voxlat_core::text::normalize_words(reference).len();
+        eprintln!(
+            "{clip}: {:?} (raw {:?}), {} tokens, {:?}, fallback {:?}",
+            t.text, t.raw, t.tokens, t.compute, t.fallback
+        );
+        // A loop is a transcript far longer than what was said.
+        assert!(
+            said <= 2 * want,
+            "{clip}: {said} words for a {want}-word reference: {:?}",
+            t.text
+        );
+        // And whatever the engine kept passes its own loop checks.
+        let seconds = audio.len() as f64 / 16_000.0;
+        let failure = voxlat_asr::guard::check(&t.raw, 0, 0, seconds);
+        assert_eq!(failure, None, "{clip}: {:?}", t.raw);
+        errors += wer(reference, &t.text);
+    }
+    let mean = errors / SHORT.len() as f64;
+    eprintln!("mean WER over {} short clips: {mean:.3}", SHORT.len());
+    // Single letters and noisy digits are hard for tiny.en; a loop would put this far above 1.
+    assert!(mean <= 0.5, "mean WER {mean:.3}");
+}
+
 #[test]
 fn silence_and_quiet_noise_do_not_become_turns_but_a_real_thank_you_does() {
     let mut engine = WhisperEngine::load(&whisper_model(), 2).expect("load");

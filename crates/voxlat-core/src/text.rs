@@ -24,6 +24,13 @@ const NUMBERS: &[(&str, &str)] = &[
     ("eighteen", "18"),
     ("nineteen", "19"),
     ("twenty", "20"),
+    ("thirty", "30"),
+    ("forty", "40"),
+    ("fifty", "50"),
+    ("sixty", "60"),
+    ("seventy", "70"),
+    ("eighty", "80"),
+    ("ninety", "90"),
 ];
 
 /// Lower-case words with punctuation removed (apostrophes inside words kept), number words

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Reference speech bounds for scenario WAVs, by a method independent of voxlat's own.
+
+voxlat's endpointer refines its speech end with an energy rule (frame RMS within 40 dB of the
+loudest frame, 20 ms frames), and `voxlat annotate` uses the same kind of rule. A scenario
+annotated that way would grade the endpointer against itself. This script uses a different
+rule, in plain Python with no voxlat code:
+
+1. high-pass the signal (2nd-order Butterworth at 120 Hz), so hum, rumble and microphone
+   thumps do not count as speech;
+2. 5 ms frames, energy in dB;
+3. a frame is speech when it is above BOTH the noise floor + 15 dB (the floor is the 2nd
+   percentile of frame energies, or -90 dBFS for digital silence) and the loudest frame
+   - 50 dB;
+4. the end of speech is the end of the last speech frame; runs of speech shorter than 15 ms
+   after 100 ms of non-speech are ignored as clicks.
+
+Each value is then checked by eye on a spectrogram (`sox FILE -n spectrogram -o FILE.png`),
+and scenarios/README.md records the check per clip. Usage: annotate-reference.py WAV...
+Prints `file start_ms end_ms` per file.
+"""
+
+import math
+import sys
+import wave
+
+FRAME_MS = 5
+HIGH_PASS_HZ = 120.0
+ABOVE_FLOOR_DB = 15.0
+BELOW_PEAK_DB = 50.0
+MIN_BURST_MS = 15
+GAP_MS = 100
+
+
+def read_mono(path):
+    with wave.open(path, "rb") as w:
+        if w.getsampwidth() != 2:
+            raise SystemExit(f"{path}: only 16-bit PCM WAVs are supported")
+        rate, channels = w.getframerate(), w.getnchannels()
+        raw = w.readframes(w.getnframes())
+    ints = [int.from_bytes(raw[i : i + 2], "little", signed=True) for i in range(0, len(raw), 2)]
+    mono = [sum(ints[i : i + channels]) / channels / 32768.0 for i in range(0, len(ints), channels)]
+    return mono, rate
+
+
+def high_pass(x, rate, cutoff):
+    # RBJ audio-EQ-cookbook biquad, Q = 1/sqrt(2) (Butterworth).
+    w0 = 2 * math.pi * cutoff / rate
+    alpha = math.sin(w0) / (2 * (1 / math.sqrt(2)))
+    cos = math.cos(w0)
+    b0, b1, b2 = (1 + cos) / 2, -(1 + cos), (1 + cos) / 2
+    a0, a1, a2 = 1 + alpha, -2 * cos, 1 - alpha
+    b0, b1, b2, a1, a2 = b0 / a0, b1 / a0, b2 / a0, a1 / a0, a2 / a0
+    y, x1, x2, y1, y2 = [], 0.0, 0.0, 0.0, 0.0
+    for v in x:
+        out = b0 * v + b1 * x1 + b2 * x2 - a1 * y1 - a2 * y2
+        x2, x1, y2, y1 = x1, v, y1, out
+        y.append(out)
+    return y
+
+
+def bounds(path):
+    x, rate = read_mono(path)
+    y = high_pass(x, rate, HIGH_PASS_HZ)
+    n = max(1, rate * FRAME_MS // 1000)
+    db = []
+    for i in range(0, len(y), n):
+        f = y[i : i + n]
+        e = sum(v * v for v in f) / len(f)
+        db.append(10 * math.log10(max(e, 1e-12)))
+    ordered = sorted(db)
+    floor = max(ordered[len(ordered) // 50], -90.0)
+    peak = ordered[-1]
+    threshold = max(floor + ABOVE_FLOOR_DB, peak - BELOW_PEAK_DB)
+    speech = [d >= threshold for d in db]
+    # Drop short bursts separated from the rest by a gap: clicks, not speech.
+    runs, i = [], 0
+    while i < len(speech):
+        if speech[i]:
+            j = i
+            while j < len(speech) and speech[j]:
+                j += 1
+            runs.append((i, j))
+            i = j
+        else:
+            i += 1
+    kept = []
+    for k, (a, b) in enumerate(runs):
+        short = (b - a) * FRAME_MS < MIN_BURST_MS
+        gap_before = a - runs[k - 1][1] if k else a
+        gap_after = runs[k + 1][0] - b if k + 1 < len(runs) else len(speech) - b
+        isolated = min(gap_before, gap_after) * FRAME_MS >= GAP_MS
+        if not (short and isolated):
+            kept.append((a, b))
+    if not kept:
+        return None
+    ms = lambda frames: frames * n * 1000 // rate
+    return ms(kept[0][0]), min(ms(kept[-1][1]), len(x) * 1000 // rate)
+
+
+def main():
+    if len(sys.argv) < 2:
+        raise SystemExit(__doc__)
+    for path in sys.argv[1:]:
+        b = bounds(path)
+        print(path, *(b if b else ("-", "-")))
+
+
+if __name__ == "__main__":
+    main()
