@@ -14,10 +14,15 @@ ensure_rust
 
 step "building voxlat and voxlat-server (release; the first build compiles whisper.cpp and llama.cpp: about 16 min on 2 cores)"
 # The workspace's default members are exactly these two binaries (Cargo.toml).
+built=$SECONDS
 cargo build --release --locked
+echo "built in $((SECONDS - built)) s" >&2
 
 step "fetching and verifying models (cached in \${VOXLAT_MODELS_DIR:-~/.cache/voxlat/models})"
 target/release/voxlat models fetch --all
 
-step "replaying the bundled scenarios in real time"
-target/release/voxlat replay --repeat 2 "$@"
+step "replaying the bundled scenarios"
+# Two repeats unless the caller chose (CI runs a short `--fast --repeat 1`).
+args=("$@")
+[[ " $* " == *" --repeat"* ]] || args=(--repeat 2 "${args[@]}")
+target/release/voxlat replay "${args[@]}"
