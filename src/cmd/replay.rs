@@ -35,8 +35,10 @@ pub struct ReplayArgs {
     /// Any OpenAI-compatible server instead of the embedded one (VOXLAT_BASE_URL works too).
     #[arg(long, value_name = "URL")]
     pub llm_url: Option<String>,
-    /// Model name sent to the LLM server. [default: VOXLAT_MODEL, else the first model the server lists]
-    #[arg(long)]
+    /// The LLM. Embedded server: the GGUF it serves, a manifest name (`voxlat models list`) or a
+    /// path [default: VOXLAT_LLM_MODEL, else the manifest's default]. With --llm-url: the model
+    /// name sent in requests [default: VOXLAT_MODEL, else the first model the server lists].
+    #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
     #[arg(long, default_value_t = 48)]
     pub max_tokens: u32,
@@ -168,7 +170,6 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         endpointer,
         speculative_asr: args.provisional > 0,
         fast: args.fast,
-        model: String::new(),
         max_tokens: args.max_tokens,
         save_replies: args.save_replies.clone(),
         ..PipelineConfig::default()
@@ -177,7 +178,17 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
     }
 
-    let (endpoint, _server) = connect_llm(args.llm_url.as_deref(), &args.output_dir, &budget)?;
+    let llm = connect_llm(
+        args.llm_url.as_deref(),
+        args.model.as_deref(),
+        &args.output_dir,
+        &budget,
+    )?;
+    let (endpoint, _server) = (llm.endpoint, llm.server);
+    let cfg = PipelineConfig {
+        model: llm.model,
+        ..cfg
+    };
     let stages = serde_json::json!({
         "asr": whisper.display().to_string(),
         "tts": voice.display().to_string(),
@@ -309,31 +320,79 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
 
 /// The LLM endpoint: `--llm-url` (or the environment's base URL), else the embedded server
 /// with the LLM's share of the cores (kept running as long as the returned handle lives).
+/// The LLM a session talks to.
+pub(crate) struct ConnectedLlm {
+    pub endpoint: voxlat_llm::config::Endpoint,
+    /// The embedded server, when no URL was given (stopped on drop).
+    pub server: Option<EmbeddedServer>,
+    /// The model name to send; empty for the embedded server, which serves exactly one.
+    pub model: String,
+}
+
+/// `--llm-url` (or VOXLAT_BASE_URL) when given, else the embedded server serving `model`.
 pub(crate) fn connect_llm(
     llm_url: Option<&str>,
+    model: Option<&str>,
     output_dir: &Path,
     budget: &ThreadBudget,
-) -> Result<(voxlat_llm::config::Endpoint, Option<EmbeddedServer>)> {
+) -> Result<ConnectedLlm> {
     let settings = Settings::from_process()?;
     let configured = settings.pick(
         llm_url.map(|u| ("--llm-url", u)),
         voxlat_llm::config::BASE_URL_VARS,
     );
-    Ok(match configured {
-        Some(url) => (settings.endpoint(Some(&url.value), None)?, None),
+    match configured {
+        Some(url) => {
+            let endpoint = settings.endpoint(Some(&url.value), None)?;
+            let model = match settings.model(model) {
+                Some(m) => m.value,
+                None => first_listed_model(&endpoint)?,
+            };
+            Ok(ConnectedLlm {
+                endpoint,
+                server: None,
+                model,
+            })
+        }
         None => {
             eprintln!("starting the embedded LLM server ({} thread)…", budget.llm);
             let mut opts = SpawnOptions::new(output_dir);
             opts.threads = Some(budget.llm as u32);
+            opts.model = model.map(str::to_string);
             let server = EmbeddedServer::spawn(&opts).context(
                 "cannot start the embedded LLM server; pass --llm-url to use another server",
             )?;
-            (
-                settings.endpoint(Some(&server.base_url()), None)?,
-                Some(server),
-            )
+            Ok(ConnectedLlm {
+                endpoint: settings.endpoint(Some(&server.base_url()), None)?,
+                server: Some(server),
+                model: String::new(),
+            })
         }
-    })
+    }
+}
+
+/// A remote server's first listed model, for when none was named: OpenAI-compatible servers
+/// other than llama.cpp's reject requests without one.
+fn first_listed_model(endpoint: &voxlat_llm::config::Endpoint) -> Result<String> {
+    let client = LlmClient::new(endpoint.clone(), ClientOptions::default())?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let listed = rt.block_on(client.list_models()).map_err(|e| {
+        anyhow::anyhow!("no model given (--model or VOXLAT_MODEL), and asking the server failed: {e}")
+    })?;
+    let first = listed.first().cloned().with_context(|| {
+        format!(
+            "no model given (--model or VOXLAT_MODEL), and {} lists none",
+            endpoint.url("models")
+        )
+    })?;
+    eprintln!(
+        "model: {first} (the first of {} listed by the server; --model chooses)",
+        listed.len()
+    );
+    Ok(first)
 }
 
 /// Whisper and Piper on their worker threads, and the LLM client.

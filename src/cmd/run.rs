@@ -54,6 +54,10 @@ pub struct RunArgs {
     /// Any OpenAI-compatible server instead of the embedded one (VOXLAT_BASE_URL works too).
     #[arg(long, value_name = "URL")]
     pub llm_url: Option<String>,
+    /// The LLM, as for `voxlat replay --model`: the embedded server's GGUF (a manifest name
+    /// or a path), or with --llm-url the model name sent.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
     #[arg(long)]
     pub max_tokens: Option<u32>,
     /// Silence (ms) that ends a turn.
@@ -205,7 +209,6 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         speculative_asr: endpointer.provisional_ms > 0,
         fast: false,
         lead_silence_ms: 0,
-        model: String::new(),
         max_tokens: args.max_tokens.or(file.max_tokens).unwrap_or(48),
         system_prompt: args
             .system_prompt
@@ -220,7 +223,17 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     if let Some(d) = &args.save_replies {
         voxlat_core::fsio::ensure_writable_dir(d)?;
     }
-    let (endpoint, _server) = connect_llm(args.llm_url.as_deref(), &args.output_dir, &budget)?;
+    let llm = connect_llm(
+        args.llm_url.as_deref(),
+        args.model.as_deref(),
+        &args.output_dir,
+        &budget,
+    )?;
+    let (endpoint, _server) = (llm.endpoint, llm.server);
+    let cfg = PipelineConfig {
+        model: llm.model,
+        ..cfg
+    };
     let llm_url = endpoint.base_url.value.clone();
     let (asr, tts, client) = load_stages(
         &budget,
