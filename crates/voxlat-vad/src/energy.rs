@@ -1,0 +1,282 @@
+//! The speech-band energy track that `speech_end` is refined on.
+//!
+//! webrtc-vad keeps calling frames voiced for 50–300 ms after the last word on real recordings:
+//! its own hangover, then breath, lip noise, a microphone thump or room rumble. The endpointer
+//! moves its speech end back to the last moment that still looks like speech on this track:
+//!
+//! - **Speech band only.** Two cascaded 2nd-order Butterworth high-pass sections at 150 Hz
+//!   (24 dB/octave) take out rumble, hum and thumps, which sit below 100 Hz, and keep voiced
+//!   speech, whose formants and most of whose energy lie above 200 Hz. A block must also keep
+//!   most of its energy through that filter ([`MAX_BAND_LOSS_DB`]): a loud thump leaks a little
+//!   energy into the band, but almost all of it is below.
+//! - **Fine steps.** Energy in 5 ms blocks rather than 20 ms VAD frames, so the estimate is not
+//!   quantised to a frame. Speech lasts: a block counts only with its predecessor, so a click
+//!   or the edge of a filtered transient (one block) does not.
+//! - **Relative to the noise, not only to the peak.** A block counts as speech when it is
+//!   within [`BELOW_PEAK_DB`] of the turn's loudest block *and* at least [`ABOVE_FLOOR_DB`]
+//!   above the noise floor, the quietest block heard recently (digital silence aside). On
+//!   clean input only the peak rule matters; over a noisy room, breath and hiss at the noise
+//!   level no longer count.
+
+use std::collections::VecDeque;
+use voxlat_core::Nanos;
+
+/// Samples per energy block at 16 kHz (5 ms).
+pub const BLOCK: usize = 80;
+/// A block is speech only within this of the turn's loudest block.
+pub const BELOW_PEAK_DB: f32 = 50.0;
+/// ... and only this far above the noise floor. 5 ms blocks of steady noise vary by about
+/// ±1 dB around their mean, and the floor is their minimum, so noise itself stays below.
+/// Set on the 17 bundled clips (docs/latency-model.md gives the measured error).
+pub const ABOVE_FLOOR_DB: f32 = 6.0;
+/// A block whose speech-band energy is this far below its whole energy (DC aside) is rumble
+/// or a thump, not speech. Low male vowels lose about 3–6 dB.
+pub const MAX_BAND_LOSS_DB: f32 = 10.0;
+/// Mean square below this (-100 dBFS) is digital silence.
+const DIGITAL_SILENCE: f32 = 1e-10;
+/// Blocks kept: 2.56 s, enough for the refinement window and a noise floor.
+const KEPT: usize = 512;
+
+/// One biquad section (transposed direct form II).
+#[derive(Clone, Copy, Debug)]
+struct Biquad {
+    b: [f32; 3],
+    a: [f32; 2],
+    z: [f32; 2],
+}
+
+impl Biquad {
+    /// RBJ cookbook high-pass, Q = 1/√2 (Butterworth).
+    fn high_pass(cutoff_hz: f32, rate: f32) -> Biquad {
+        let w0 = 2.0 * std::f32::consts::PI * cutoff_hz / rate;
+        let alpha = w0.sin() / std::f32::consts::SQRT_2;
+        let cos = w0.cos();
+        let a0 = 1.0 + alpha;
+        Biquad {
+            b: [
+                (1.0 + cos) / 2.0 / a0,
+                -(1.0 + cos) / a0,
+                (1.0 + cos) / 2.0 / a0,
+            ],
+            a: [-2.0 * cos / a0, (1.0 - alpha) / a0],
+            z: [0.0; 2],
+        }
+    }
+
+    fn run(&mut self, x: f32) -> f32 {
+        let y = self.b[0] * x + self.z[0];
+        self.z[0] = self.b[1] * x - self.a[0] * y + self.z[1];
+        self.z[1] = self.b[2] * x - self.a[1] * y;
+        y
+    }
+}
+
+/// One 5 ms block: its end, and its mean square in the speech band and in the whole band.
+#[derive(Clone, Copy, Debug)]
+struct Block {
+    end: Nanos,
+    band: f32,
+    whole: f32,
+}
+
+/// Speech-band energy of the most recent blocks, with their end times.
+pub struct EnergyTrack {
+    sections: [Biquad; 2],
+    /// Takes out DC only, for the whole-band energy.
+    dc: Biquad,
+    band: f32,
+    whole: f32,
+    count: usize,
+    blocks: VecDeque<Block>,
+    /// Loudest block of the current turn (mean square).
+    peak: f32,
+}
+
+impl EnergyTrack {
+    pub fn new(rate: u32) -> EnergyTrack {
+        let hp = Biquad::high_pass(150.0, rate as f32);
+        EnergyTrack {
+            sections: [hp, hp],
+            dc: Biquad::high_pass(20.0, rate as f32),
+            band: 0.0,
+            whole: 0.0,
+            count: 0,
+            blocks: VecDeque::with_capacity(KEPT),
+            peak: 0.0,
+        }
+    }
+
+    /// Adds one sample that entered the pipeline at `at`.
+    pub fn push(&mut self, x: f32, at: Nanos) {
+        let y = self.sections.iter_mut().fold(x, |v, s| s.run(v));
+        let w = self.dc.run(x);
+        self.band += y * y;
+        self.whole += w * w;
+        self.count += 1;
+        if self.count == BLOCK {
+            if self.blocks.len() == KEPT {
+                self.blocks.pop_front();
+            }
+            self.blocks.push_back(Block {
+                end: at,
+                band: self.band / BLOCK as f32,
+                whole: self.whole / BLOCK as f32,
+            });
+            self.band = 0.0;
+            self.whole = 0.0;
+            self.count = 0;
+        }
+    }
+
+    /// Counts the blocks since `since` (and the block ending at it) towards the turn's peak.
+    pub fn note_speech(&mut self, since: Nanos) {
+        for b in self.blocks.iter().rev() {
+            if b.end < since {
+                break;
+            }
+            self.peak = self.peak.max(b.band);
+        }
+    }
+
+    /// A new turn: the peak starts again; the noise floor is kept.
+    pub fn reset_peak(&mut self) {
+        self.peak = 0.0;
+    }
+
+    /// The end of the last block at or before `vad_end`, and no earlier than `earliest`, that
+    /// is speech by the rules above; `vad_end` when none is.
+    pub fn speech_end(&self, vad_end: Nanos, earliest: Nanos) -> Nanos {
+        // Digital silence (replay's padding, a muted input) is not the room's noise floor.
+        let floor = self
+            .blocks
+            .iter()
+            .map(|b| b.band)
+            .filter(|&e| e > DIGITAL_SILENCE)
+            .fold(f32::INFINITY, f32::min);
+        let floor = if floor.is_finite() { floor } else { 0.0 };
+        let threshold =
+            (self.peak * db_to_power(-BELOW_PEAK_DB)).max(floor * db_to_power(ABOVE_FLOOR_DB));
+        let in_band = db_to_power(-MAX_BAND_LOSS_DB);
+        let speech = |b: &Block| b.band > 0.0 && b.band >= threshold && b.band >= b.whole * in_band;
+        let mut later_was_speech = false;
+        let mut end = None;
+        for b in self
+            .blocks
+            .iter()
+            .rev()
+            .skip_while(|b| b.end > vad_end)
+            .take_while(|b| b.end >= earliest)
+        {
+            let is = speech(b);
+            if is && later_was_speech {
+                break;
+            }
+            // Remember the later block of a pair: that is where speech ended.
+            end = if is { Some(b.end) } else { None };
+            later_was_speech = is;
+        }
+        match (end, later_was_speech) {
+            (Some(t), true) => t,
+            _ => vad_end,
+        }
+    }
+}
+
+fn db_to_power(db: f32) -> f32 {
+    10f32.powf(db / 10.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    /// Feeds `x` at 16 kHz from t = 0; returns the track.
+    fn track(x: &[f32]) -> EnergyTrack {
+        let mut t = EnergyTrack::new(16_000);
+        for (i, &v) in x.iter().enumerate() {
+            t.push(v, Nanos(((i + 1) as u64 * 1_000_000_000) / 16_000));
+        }
+        t
+    }
+
+    fn tone(hz: f32, amp: f32, n: usize) -> impl Iterator<Item = f32> {
+        (0..n).map(move |i| amp * (2.0 * std::f32::consts::PI * hz * i as f32 / 16_000.0).sin())
+    }
+
+    fn noise(amp: f32, n: usize, seed: &mut u64) -> Vec<f32> {
+        (0..n)
+            .map(|_| {
+                *seed ^= *seed << 13;
+                *seed ^= *seed >> 7;
+                *seed ^= *seed << 17;
+                ((*seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 2.0 * amp
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_low_thump_and_a_click_after_the_word_do_not_count_as_speech() {
+        // 500 ms of a 300 Hz "vowel", 100 ms silence, a loud 60 Hz thump for 80 ms (a Hann
+        // window, as a membrane moves), 40 ms silence, a 2 ms click.
+        let mut x: Vec<f32> = tone(300.0, 0.3, 8000).collect();
+        x.extend(std::iter::repeat_n(0.0, 1600));
+        let n = 1280;
+        x.extend(tone(60.0, 0.5, n).enumerate().map(|(i, v)| {
+            v * (std::f32::consts::PI * i as f32 / n as f32).sin().powi(2)
+        }));
+        x.extend(std::iter::repeat_n(0.0, 640));
+        x.extend(std::iter::repeat_n(0.4, 32));
+        x.extend(std::iter::repeat_n(0.0, 800));
+        let mut t = track(&x);
+        t.note_speech(Nanos(0));
+        let vad_end = Nanos(700 * MS);
+        let end = t.speech_end(vad_end, Nanos(0));
+        assert!(
+            (495 * MS..=510 * MS).contains(&end.0),
+            "speech end {} ms",
+            end.0 / MS
+        );
+    }
+
+    #[test]
+    fn hiss_at_the_noise_floor_does_not_count_but_speech_over_it_does() {
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        // Room noise throughout at about -50 dBFS; speech-like tone from 200 to 700 ms.
+        let mut x = noise(0.005, 16_000, &mut seed);
+        for (i, v) in tone(440.0, 0.2, 8000).enumerate() {
+            x[3200 + i] += v;
+        }
+        let mut t = track(&x);
+        t.note_speech(Nanos(0));
+        let end = t.speech_end(Nanos(950 * MS), Nanos(0));
+        assert!(
+            (695 * MS..=710 * MS).contains(&end.0),
+            "speech end {} ms",
+            end.0 / MS
+        );
+    }
+
+    #[test]
+    fn on_digital_silence_only_the_peak_rule_applies() {
+        // A quiet tail 30 dB under the peak is still speech (a soft final consonant).
+        let mut x: Vec<f32> = tone(500.0, 0.3, 4800).collect();
+        x.extend(tone(3000.0, 0.3 * 10f32.powf(-30.0 / 20.0), 1600));
+        x.extend(std::iter::repeat_n(0.0, 3200));
+        let mut t = track(&x);
+        t.note_speech(Nanos(0));
+        let end = t.speech_end(Nanos(560 * MS), Nanos(0));
+        assert!(
+            (395 * MS..=405 * MS).contains(&end.0),
+            "speech end {} ms",
+            end.0 / MS
+        );
+    }
+
+    #[test]
+    fn nothing_loud_enough_keeps_the_vad_end() {
+        let t = track(&[0.0; 4000]);
+        assert_eq!(t.speech_end(Nanos(200 * MS), Nanos(0)), Nanos(200 * MS));
+    }
+}
