@@ -169,6 +169,49 @@ pub fn run(args: BenchStagesArgs) -> Result<ExitCode> {
         ]);
     }
 
+    // The runaway guard: what checking a clean decode costs (it runs on every one), and what a
+    // short real command costs whose first decode may run away and be decoded again.
+    let sentence = "That agent is already logged on. Please enter your agent number followed by the pound key.";
+    let reps = 10_000;
+    let t0 = Instant::now();
+    for _ in 0..reps {
+        std::hint::black_box(voxlat_asr::guard::check(
+            std::hint::black_box(sentence),
+            22,
+            96,
+            5.5,
+        ));
+    }
+    let per_check_us = t0.elapsed().as_secs_f64() * 1e6 / reps as f64;
+    t.row(vec![
+        "asr".into(),
+        "runaway guard, one check of a clean 17-word decode".into(),
+        reps.to_string(),
+        format!("{per_check_us:.2}"),
+        "".into(),
+        "".into(),
+        "µs".into(),
+    ]);
+    for name in ["real-digit-40.wav", "real-word-goodbye.wav"] {
+        let audio = clip(name)?;
+        let mut retried = 0;
+        let s = median_ms(
+            || {
+                let tr = asr.transcribe(&audio)?;
+                retried += usize::from(tr.fallback.is_some());
+                Ok(tr.compute)
+            },
+            n,
+        )?;
+        row(
+            &mut t,
+            "asr",
+            &format!("{name}, every decode ({retried} of {n} decoded again)"),
+            &s,
+            "ms",
+        );
+    }
+
     // TTS: session load and time to first audio.
     let texts = [
         ("3-word clause", "Sure, no problem."),
