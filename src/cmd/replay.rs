@@ -537,6 +537,12 @@ pub fn print_report(r: &ReplayResults) {
         a.underruns,
         a.wer_mean.map(|w| format!("{:.1}%", w * 100.0)).unwrap_or_else(|| "-".into())
     );
+    if let Some(e) = &a.speech_end_error {
+        println!(
+            "Endpointer speech end vs the annotation ({} turns): |error| P50 {:.0} ms, P95 {:.0} ms, worst {:.0} ms.",
+            e.n, e.p50, e.p95, e.max
+        );
+    }
     if let Some(c) = &a.asr_compute {
         println!(
             "Whisper: {} of {} decodes ran away and were decoded again; compute P50 {:.0} ms, P95 {:.0} ms, worst {:.0} ms.",

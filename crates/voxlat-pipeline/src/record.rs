@@ -228,6 +228,10 @@ pub struct Aggregate {
     /// Whisper compute per turn (every decode), ms: the worst case is its max.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asr_compute: Option<Summary>,
+    /// |endpointer's speech-end estimate − annotation|, ms, over annotated turns: how far a
+    /// live breakdown's start can be from the truth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speech_end_error: Option<Summary>,
     pub underruns: u32,
     /// Every breakdown's segments summed exactly to its total (integer ns).
     pub sums_exact: bool,
@@ -276,6 +280,11 @@ impl Aggregate {
         };
         let wers: Vec<f64> = measured.iter().filter_map(|t| t.wer).collect();
         let asr_compute: Vec<f64> = measured.iter().filter_map(|t| t.asr_compute_ms).collect();
+        let end_errors: Vec<f64> = measured
+            .iter()
+            .filter(|t| t.speech_end_annotated)
+            .filter_map(|t| t.vad_speech_end_error_ms.map(f64::abs))
+            .collect();
         Aggregate {
             turns: measured.len(),
             ok: measured
@@ -300,6 +309,7 @@ impl Aggregate {
             wer_mean: (!wers.is_empty()).then(|| wers.iter().sum::<f64>() / wers.len() as f64),
             asr_fallbacks: measured.iter().filter(|t| t.asr_fallback.is_some()).count(),
             asr_compute: Summary::from_samples(&asr_compute, 0),
+            speech_end_error: Summary::from_samples(&end_errors, 0),
             underruns: measured.iter().map(|t| t.underruns).sum(),
             sums_exact: broken
                 .iter()
