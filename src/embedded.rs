@@ -25,8 +25,9 @@ pub fn server_binary() -> Result<PathBuf> {
     if !path.is_file() {
         bail!(
             "{} not found: the embedded LLM server is a separate binary (llama.cpp cannot share \
-             a process with whisper.cpp). Build it with `cargo build -p voxlat-server` (same \
-             profile as voxlat), or install it next to voxlat",
+             a process with whisper.cpp). Build it with `cargo build --release` (the workspace \
+             builds both binaries) or `cargo build -p voxlat-server` in voxlat's profile; after \
+             `cargo install --path .`, also run `cargo install --path crates/voxlat-server`",
             path.display()
         );
     }
