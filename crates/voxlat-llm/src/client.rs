@@ -291,7 +291,7 @@ impl LlmClient {
             handle_event(ev, t, tl, out, &mut think, on_delta)?;
         }
         for piece in think.finish() {
-            emit(tl, out, t, piece.reasoning, &piece.text, on_delta);
+            emit(tl, out, piece.t, piece.reasoning, &piece.text, on_delta);
         }
         out.comments = parser.comments();
         tl.mark_at(EventKind::LlmDone, t);
@@ -507,8 +507,10 @@ fn handle_event<F: FnMut(TextDelta<'_>)>(
             emit(tl, out, t, true, r, on_delta);
         }
         if let Some(content) = choice.delta.content.as_deref().filter(|s| !s.is_empty()) {
-            for piece in think.feed(content) {
-                emit(tl, out, t, piece.reasoning, &piece.text, on_delta);
+            // Pieces carry their own arrival time: text the splitter held back from an
+            // earlier delta is stamped when it arrived, not now.
+            for piece in think.feed(content, t) {
+                emit(tl, out, piece.t, piece.reasoning, &piece.text, on_delta);
             }
         }
         if choice.finish_reason.is_some() {
