@@ -317,7 +317,7 @@ impl BenchLlmArgs {
         if self.context_tokens.is_some() {
             c.context_tokens = self.context_tokens;
         }
-        c.validate_named(|key| self.from_file(key))?;
+        c.validate_named(|key| self.file_of(key))?;
         // Resolved here and recorded, so the results file says which prompts were sent.
         c.prompt_seed = c
             .prompt_seed
@@ -330,7 +330,7 @@ impl BenchLlmArgs {
 impl BenchLlmArgs {
     /// The config file a key's value came from: the file, unless a flag set the key. (A key
     /// neither set holds its default, which is valid, so it never reaches an error.)
-    fn from_file(&self, key: &str) -> Option<String> {
+    fn file_of(&self, key: &str) -> Option<String> {
         let flag_given = match key {
             "concurrency" => !self.concurrency.is_empty(),
             "rate" => !self.rate.is_empty(),
