@@ -207,3 +207,20 @@ async fn cached_prompts_on_a_cold_run_are_called_out() {
         .unwrap()
         .contains("prompt cache flatters"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn help_defines_both_ttft_figures() {
+    let mut cmd = voxlat();
+    cmd.args(["bench-llm", "--help"]);
+    let o = output(cmd).await;
+    let all = text(&o);
+    assert!(o.status.success(), "{all}");
+    assert!(
+        all.contains("request written to a ready connection"),
+        "{all}"
+    );
+    assert!(
+        all.contains("TTFT+connect  request handed to the HTTP stack"),
+        "{all}"
+    );
+}

@@ -41,7 +41,7 @@ use voxlat_llm::{ClientOptions, ErrorClass, LlmClient};
 ///   voxlat bench-llm --probe connections                   # cold vs warm, HTTP/1.1 vs HTTP/2
 ///   voxlat compare before.json after.json                  # what changed, and is it significant
 #[derive(Args, Debug, Default)]
-#[command(verbatim_doc_comment)]
+#[command(verbatim_doc_comment, after_long_help = FIGURES_HELP)]
 pub struct BenchLlmArgs {
     /// TOML or JSON file with any of the settings below (same names, snake_case); flags override it.
     #[arg(long, value_name = "FILE")]
@@ -198,6 +198,23 @@ pub struct BenchLlmArgs {
     #[arg(long)]
     pub quiet: bool,
 }
+
+/// Shown at the end of `--help`: the subcommand's one-line summary replaces the struct's doc
+/// comment there, so the definitions live here.
+const FIGURES_HELP: &str = "\
+Figures (ms, one monotonic clock, warm-up excluded):
+  TTFT          request written to a ready connection -> first delta with non-empty content
+                (role-only chunks do not count). On a pooled connection that is the moment
+                the request is handed to the HTTP stack; on a connection the request opened,
+                the moment it became usable, so DNS, TCP and TLS are not in TTFT. Each cell is
+                warmed up at its own concurrency first, so measured requests ride pooled
+                connections; the cell header says how many opened one.
+  TTFT+connect  request handed to the HTTP stack -> the same delta: connection setup included,
+                what a user waits for. Shown when a request opened a connection (every request
+                with --fresh-connections).
+  TTFB, E2E     ready connection -> response headers, -> end of stream.
+A pooled connection the server had closed is retried once on a new one, timed from the retry
+and counted in the cell header.";
 
 /// `voxlat-server`'s default `--ctx`, used as the context of the embedded server.
 const EMBEDDED_CONTEXT_TOKENS: u32 = 4096;
