@@ -72,11 +72,14 @@ async fn one_env_var_points_it_at_a_server_and_results_are_complete() {
     let r: serde_json::Value = serde_json::from_str(&raw).unwrap();
     assert_eq!(r["header"]["schema_version"], 1);
     assert_eq!(r["header"]["interrupted"], false);
-    assert_eq!(r["requests"].as_array().unwrap().len(), 2 + 6 + 6);
+    // Two warm-ups at c=1, three more opening the pool to c=3, then the cells.
+    assert_eq!(r["requests"].as_array().unwrap().len(), 2 + 3 + 6 + 6);
     let cells = r["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 2);
     for c in cells {
         assert_eq!(c["ok"], 6);
+        // Every measured request rode a ready connection.
+        assert_eq!(c["new_connections"], 0, "{}", c["cell"]);
         assert_eq!(c["ttft_ms"]["n"], 6);
         assert_eq!(c["tokens_from_usage"], 6);
         assert!(c["ttft_ms"]["p50"].as_f64().unwrap() > 0.0);

@@ -23,9 +23,12 @@ use voxlat_llm::{ClientOptions, ErrorClass, LlmClient};
 ///
 ///   VOXLAT_BASE_URL=http://127.0.0.1:8080/v1 voxlat bench-llm --concurrency 1,4,8
 ///
-/// TTFT runs from the request leaving the client to the first delta with non-empty content
-/// (role-only chunks do not count); all times are on one monotonic clock. Warm-up requests
-/// are excluded. Results go to results/bench-llm-<UTC time>-<model>.json, rewritten as the
+/// TTFT runs from the request written to a ready connection to the first delta with
+/// non-empty content (role-only chunks do not count); connection setup is not in it. Each
+/// cell is warmed up at its own concurrency, so measured requests ride pooled connections;
+/// TTFT+connect (from the request handed to the HTTP stack, DNS, TCP and TLS included) is
+/// shown for requests that opened one, and is the only difference with --fresh-connections.
+/// All times are on one monotonic clock. Warm-up requests are excluded. Results go to results/bench-llm-<UTC time>-<model>.json, rewritten as the
 /// run goes, so Ctrl-C keeps every completed request.
 ///
 /// Why is my first token slow? Sweeps and probes find out, and a diagnosis in words follows
@@ -38,7 +41,7 @@ use voxlat_llm::{ClientOptions, ErrorClass, LlmClient};
 ///   voxlat bench-llm --probe connections                   # cold vs warm, HTTP/1.1 vs HTTP/2
 ///   voxlat compare before.json after.json                  # what changed, and is it significant
 #[derive(Args, Debug, Default)]
-#[command(verbatim_doc_comment)]
+#[command(verbatim_doc_comment, after_long_help = FIGURES_HELP)]
 pub struct BenchLlmArgs {
     /// TOML or JSON file with any of the settings below (same names, snake_case); flags override it.
     #[arg(long, value_name = "FILE")]
@@ -121,9 +124,17 @@ pub struct BenchLlmArgs {
     #[arg(long, value_name = "TEXT")]
     pub stop: Vec<String>,
 
-    /// Sampling seed sent with every request, for repeatable outputs where the server honours it.
+    /// Sampling seed sent with every request, for repeatable outputs where the server honours
+    /// it. Also seeds the synthetic prompts unless --prompt-seed does, so a run given the same
+    /// --seed sends the same prompts again.
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+
+    /// Seed of the synthetic prompts (--prompt-tokens, prompt sweeps, the cache probe). By
+    /// default each run draws a new one and records it in the results, so a server's prompt
+    /// cache cannot serve one run's prompts to the next.
+    #[arg(long, value_name = "N")]
+    pub prompt_seed: Option<u64>,
 
     /// Do not ask for the usage chunk (stream_options.include_usage); output tokens are then
     /// counted from deltas, and the results say so.
@@ -135,7 +146,8 @@ pub struct BenchLlmArgs {
     pub param: Vec<(String, serde_json::Value)>,
 
     /// Open a new connection for every request (cold: DNS, TCP and TLS are then recorded per
-    /// request). Default: pooled connections.
+    /// request, and TTFT+connect is the figure a user would see). Default: pooled
+    /// connections, opened to each cell's concurrency before it is measured.
     #[arg(long)]
     pub fresh_connections: bool,
 
@@ -187,16 +199,44 @@ pub struct BenchLlmArgs {
     pub quiet: bool,
 }
 
+/// Shown at the end of `--help`: the subcommand's one-line summary replaces the struct's doc
+/// comment there, so the definitions live here.
+const FIGURES_HELP: &str = "\
+Figures (ms, one monotonic clock, warm-up excluded):
+  TTFT          request written to a ready connection -> first delta with non-empty content
+                (role-only chunks do not count). On a pooled connection that is the moment
+                the request is handed to the HTTP stack; on a connection the request opened,
+                the moment it became usable, so DNS, TCP and TLS are not in TTFT. Each cell is
+                warmed up at its own concurrency first, so measured requests ride pooled
+                connections; the cell header says how many opened one.
+  TTFT+connect  request handed to the HTTP stack -> the same delta: connection setup included,
+                what a user waits for. Shown when a request opened a connection (every request
+                with --fresh-connections).
+  TTFB, E2E     ready connection -> response headers, -> end of stream.
+A pooled connection the server had closed is retried once on a new one, timed from the retry
+and counted in the cell header.";
+
 /// `voxlat-server`'s default `--ctx`, used as the context of the embedded server.
 const EMBEDDED_CONTEXT_TOKENS: u32 = 4096;
 
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    if let Ok(secs) = s.parse::<f64>() {
-        if secs.is_finite() && secs > 0.0 {
-            return Ok(Duration::from_secs_f64(secs));
+    // Bounded before converting: Duration::from_secs_f64 panics on 1e300, and a timeout of
+    // centuries is a typo anyway.
+    const MAX: f64 = bench::config::MAX_SECONDS;
+    let too_long = || format!("{s} is longer than the {MAX:.0} s allowed; use e.g. 30s, 1.5 or 2m");
+    let d = match s.parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs > 0.0 => {
+            if secs > MAX {
+                return Err(too_long());
+            }
+            Duration::from_secs_f64(secs)
         }
+        _ => humantime::parse_duration(s).map_err(|e| format!("{e}; use e.g. 30s, 1.5 or 2m"))?,
+    };
+    if d.as_secs_f64() > MAX {
+        return Err(too_long());
     }
-    humantime::parse_duration(s).map_err(|e| format!("{e}; use e.g. 30s, 1.5 or 2m"))
+    Ok(d)
 }
 
 fn parse_param(s: &str) -> Result<(String, serde_json::Value), String> {
@@ -257,6 +297,9 @@ impl BenchLlmArgs {
         if self.top_p.is_some() {
             c.top_p = self.top_p;
         }
+        if self.prompt_seed.is_some() {
+            c.prompt_seed = self.prompt_seed;
+        }
         if self.seed.is_some() {
             c.seed = self.seed;
         }
@@ -291,8 +334,40 @@ impl BenchLlmArgs {
         if self.context_tokens.is_some() {
             c.context_tokens = self.context_tokens;
         }
-        c.validate()?;
+        c.validate_named(|key| self.file_of(key))?;
+        // Resolved here and recorded, so the results file says which prompts were sent.
+        c.prompt_seed = c
+            .prompt_seed
+            .or(c.seed)
+            .or_else(|| Some(voxlat_llm::bench::prompt::new_run_seed()));
         Ok(c)
+    }
+}
+
+impl BenchLlmArgs {
+    /// The config file a key's value came from: the file, unless a flag set the key. (A key
+    /// neither set holds its default, which is valid, so it never reaches an error.)
+    fn file_of(&self, key: &str) -> Option<String> {
+        let flag_given = match key {
+            "concurrency" => !self.concurrency.is_empty(),
+            "rate" => !self.rate.is_empty(),
+            "duration_s" => self.duration.is_some(),
+            "requests" => self.requests.is_some(),
+            "prompt" => {
+                self.prompt.is_some()
+                    || self.prompt_file.is_some()
+                    || self.messages_file.is_some()
+                    || self.prompt_tokens.is_some()
+            }
+            "sweep" => self.sweep.is_some(),
+            "connect_timeout_s" => self.connect_timeout.is_some(),
+            "headers_timeout_s" => self.headers_timeout.is_some(),
+            "idle_timeout_s" => self.idle_timeout.is_some(),
+            _ => false,
+        };
+        (!flag_given)
+            .then(|| self.config.as_ref().map(|p| p.display().to_string()))
+            .flatten()
     }
 }
 
@@ -305,7 +380,10 @@ fn prompt_source(c: &BenchConfig) -> Result<PromptSource> {
     } else if let Some(f) = &p.messages_file {
         PromptSource::from_messages_file(f)?
     } else if let Some(n) = p.tokens {
-        PromptSource::Synthetic { tokens: n }
+        PromptSource::Synthetic {
+            tokens: n,
+            seed: c.prompt_seed.unwrap_or(0),
+        }
     } else {
         PromptSource::Text("Explain in two sentences why the sky is blue.".into())
     })
@@ -429,6 +507,7 @@ pub fn run(args: BenchLlmArgs) -> Result<ExitCode> {
         let mut server_crash: Option<String> = None;
         let mut run_error = None;
         let mut run_done = false;
+        let mut guard = bench::guard::FailureGuard::new();
         loop {
             tokio::select! {
                 ev = rx.recv() => match ev {
@@ -442,10 +521,24 @@ pub fn run(args: BenchLlmArgs) -> Result<ExitCode> {
                         }
                         let lost_server = matches!(
                             r.error_class,
-                            Some(ErrorClass::ConnectionRefused | ErrorClass::Disconnected | ErrorClass::Connect)
+                            Some(ErrorClass::ConnectionRefused | ErrorClass::Disconnected | ErrorClass::ConnectionClosed | ErrorClass::Connect)
                         );
                         bar.inc(1);
+                        let dead_endpoint = guard.observe(&r);
                         writer.push(*r)?;
+                        // An endpoint that fails every request the same way, or a file that
+                        // outgrew its budget: stop, keeping what was recorded.
+                        let budget = writer.over_budget().then(|| format!(
+                            "stopped: the results file reached its {} MiB budget",
+                            bench::results::RESULTS_BUDGET_BYTES >> 20
+                        ));
+                        if let Some(why) = dead_endpoint.or(budget) {
+                            interrupted = true;
+                            bar.println(format!("{why}; keeping every completed request"));
+                            server_crash = Some(why);
+                            handle.abort();
+                            continue;
+                        }
                         // A connection failure on the embedded server: if it died, stop here
                         // rather than record a burst of refused connections.
                         if let (true, Some(w)) = (lost_server, &watch) {
@@ -496,7 +589,7 @@ pub fn run(args: BenchLlmArgs) -> Result<ExitCode> {
         }
         print!("{}", render_analysis(results));
         println!(
-            "Clock: one monotonic process clock. TTFT = request sent -> first non-empty content delta (role-only chunks excluded); TTFB = request sent -> response headers; E2E = request sent -> end of stream. Times in ms; warm-up excluded; percentiles are nearest-rank."
+            "Clock: one monotonic process clock. TTFT = request written to a ready connection -> first non-empty content delta (role-only chunks excluded); TTFT+connect = request handed to the HTTP stack -> the same delta, connection setup included (shown when a request opened a connection); TTFB and E2E from the ready connection to the headers and the end of stream. Times in ms; warm-up excluded; percentiles are nearest-rank."
         );
         if let Some(cpu) = results.client.cpu_ms_per_request {
             println!("Client CPU: {cpu:.2} ms per request ({} requests).", results.client.requests);
@@ -604,12 +697,25 @@ pub fn render_cell(c: &CellSummary) -> String {
     } else {
         String::new()
     };
+    // Said every time, zero included: whether measured requests rode ready connections is
+    // what tells TTFT from TTFT-plus-connect.
+    let retried = if c.retried > 0 {
+        format!(
+            ", {} retried on a new connection after a stale one",
+            c.retried
+        )
+    } else {
+        String::new()
+    };
     out.push_str(&format!(
-        "\n{}: {} ok, {} errors{rps}{tokens}\n",
-        c.cell, c.ok, c.errors
+        "\n{}: {} ok, {} errors{rps}, {} opened a connection{retried}{tokens}\n",
+        c.cell, c.ok, c.errors, c.new_connections
     ));
     let mut t = Table::new(&["ms", "n", "mean", "p50", "p95", "p99", "max"]);
     t.summary_row("TTFT", c.ttft_ms.as_ref());
+    if c.new_connections > 0 {
+        t.summary_row("TTFT+connect", c.ttft_with_connect_ms.as_ref());
+    }
     if c.ttfat_ms != c.ttft_ms {
         t.summary_row("first answer", c.ttfat_ms.as_ref());
     }
@@ -785,6 +891,15 @@ pub fn render_analysis(r: &bench::BenchResults) -> String {
         }
         out.push_str(&t.render());
         out.push_str("  (server times as reported: llama.cpp timings, Ollama durations or the embedded server's fields)\n");
+        let by_response: usize = r
+            .cells
+            .iter()
+            .filter_map(|c| c.server_view.as_ref())
+            .map(|v| v.joined_by_response)
+            .sum();
+        if by_response > 0 {
+            out.push_str(&format!("  ({by_response} requests' server times were joined by the response that carried them, in their own stream: the server did not echo X-Request-Id)\n"));
+        }
     }
     out.push_str("\nDiagnosis:\n");
     if a.findings.is_empty() {

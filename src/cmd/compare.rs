@@ -53,6 +53,9 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
     let b = load(&args.b)?;
     let pairs = compare::compare(&a, &b);
     println!("A = {}\nB = {}", args.a.display(), args.b.display());
+    if let Some(w) = voxlat_llm::bench::cache_check::hit_rate_warning(&a, &b) {
+        println!("{w}");
+    }
     if pairs.is_empty() {
         println!(
             "no cell in common (A: {}; B: {})",

@@ -8,7 +8,7 @@ use crate::chunk::{self, Payload};
 use crate::config::Endpoint;
 use crate::connection::{self, ConnProbe, DnsError, TimedConnectLayer, TimedResolver};
 use crate::error::{not_found_hint, truncate_body, LlmError};
-use crate::record::{DeltaStamp, StreamOutcome};
+use crate::record::{DeltaStamp, Retry, StreamOutcome};
 use crate::sse::{SseEvent, SseParser, MAX_EVENT_BYTES};
 use crate::think::ThinkSplitter;
 use futures_util::StreamExt;
@@ -121,8 +121,16 @@ pub struct TextDelta<'a> {
 #[derive(Clone)]
 pub struct LlmClient {
     http: reqwest::Client,
+    /// Keeps no idle connections, so a request sent on it always opens a new one: the retry
+    /// of a request whose pooled connection turned out to be dead.
+    fresh_http: reqwest::Client,
     endpoint: Arc<Endpoint>,
     opts: ClientOptions,
+}
+
+enum SendError {
+    Timeout,
+    Http(reqwest::Error),
 }
 
 /// How long to keep reading after `[DONE]` for the body's real end, so the connection can
@@ -132,25 +140,11 @@ const AFTER_DONE_GRACE: Duration = Duration::from_secs(1);
 impl LlmClient {
     pub fn new(endpoint: Endpoint, opts: ClientOptions) -> Result<LlmClient, LlmError> {
         let tls = endpoint.base_url.value.starts_with("https://");
-        let mut b = reqwest::Client::builder()
-            .connect_timeout(opts.connect_timeout)
-            .dns_resolver(Arc::new(TimedResolver))
-            .connector_layer(TimedConnectLayer { tls })
-            .tcp_nodelay(true)
-            .user_agent(concat!("voxlat/", env!("CARGO_PKG_VERSION")));
-        if opts.fresh_connections {
-            b = b.pool_max_idle_per_host(0);
-        }
-        b = if opts.http2 {
-            b.http2_prior_knowledge()
-        } else {
-            b.http1_only()
-        };
-        let http = b
-            .build()
-            .map_err(|e| LlmError::Other(format!("cannot build the HTTP client: {}", chain(&e))))?;
+        let http = build_http(&opts, tls, opts.fresh_connections)?;
+        let fresh_http = build_http(&opts, tls, true)?;
         Ok(LlmClient {
             http,
+            fresh_http,
             endpoint: Arc::new(endpoint),
             opts,
         })
@@ -177,8 +171,11 @@ impl LlmClient {
     {
         let probe = Arc::new(ConnProbe::default());
         let mut out = StreamOutcome::default();
-        let result =
-            connection::with_probe(probe.clone(), self.run(req, tl, &mut out, &mut on_delta)).await;
+        let result = connection::with_probe(
+            probe.clone(),
+            self.run(req, tl, &probe, &mut out, &mut on_delta),
+        )
+        .await;
         out.connection = probe.phases();
         out.settle_token_count();
         (out, result.err())
@@ -188,6 +185,7 @@ impl LlmClient {
         &self,
         req: &ChatRequest,
         tl: &Timeline,
+        probe: &ConnProbe,
         out: &mut StreamOutcome,
         on_delta: &mut F,
     ) -> Result<(), LlmError>
@@ -195,30 +193,56 @@ impl LlmClient {
         F: FnMut(TextDelta<'_>),
     {
         let url = self.endpoint.url("chat/completions");
-        let mut rb = self
-            .http
-            .post(&url)
-            .header("X-Request-Id", tl.id().as_str())
-            // The same request as a W3C trace, so a server that traces (vLLM does) puts its
-            // spans in the turn's trace, under the client's llm_request span.
-            .header("traceparent", voxlat_core::trace::traceparent(tl.id()))
-            .header(reqwest::header::ACCEPT, "text/event-stream")
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(req.body().to_string());
-        if let Some(k) = self.endpoint.key() {
-            rb = rb.bearer_auth(k.expose());
-        }
+        let body = req.body().to_string();
+        let request = |http: &reqwest::Client| {
+            let mut rb = http
+                .post(&url)
+                .header("X-Request-Id", tl.id().as_str())
+                // The same request as a W3C trace, so a server that traces (vLLM does) puts its
+                // spans in the turn's trace, under the client's llm_request span.
+                .header("traceparent", voxlat_core::trace::traceparent(tl.id()))
+                .header(reqwest::header::ACCEPT, "text/event-stream")
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.clone());
+            if let Some(k) = self.endpoint.key() {
+                rb = rb.bearer_auth(k.expose());
+            }
+            rb
+        };
         tl.mark(EventKind::LlmSent);
-        let resp = match tokio::time::timeout(self.opts.headers_timeout, rb.send()).await {
-            Err(_) => {
-                return Err(LlmError::Timeout {
-                    phase: "waiting for response headers",
-                    after: self.opts.headers_timeout,
-                    flag: "--headers-timeout",
+        let resp = match self.send(request(&self.http)).await {
+            Ok(r) => r,
+            // A pooled connection the server had already given up on: nothing was answered,
+            // so sending again cannot duplicate anything. Once, on a new connection, and the
+            // request's clocks restart there, so the dead attempt is not counted as TTFT.
+            Err(SendError::Http(e))
+                if !probe.phases().new_connection && closed_before_response(&e) =>
+            {
+                probe.reset();
+                out.retry = Some(Retry {
+                    sent: clock::now(),
+                    first_error: self.scrub(&chain(&e)),
+                });
+                match self.send(request(&self.fresh_http)).await {
+                    Ok(r) => r,
+                    Err(SendError::Http(e)) if closed_before_response(&e) => {
+                        return Err(LlmError::ConnectionClosed {
+                            url,
+                            detail: self.scrub(&chain(&e)),
+                            retried: true,
+                        })
+                    }
+                    Err(e) => return Err(self.send_error(e, &url)),
+                }
+            }
+            Err(SendError::Http(e)) if closed_before_response(&e) => {
+                return Err(LlmError::ConnectionClosed {
+                    url,
+                    detail: self.scrub(&chain(&e)),
+                    retried: false,
                 })
             }
-            Ok(Err(e)) => return Err(self.classify(&e, &url)),
-            Ok(Ok(r)) => r,
+            Err(e) => return Err(self.send_error(e, &url)),
         };
         tl.mark(EventKind::LlmHeaders);
         out.status = Some(resp.status().as_u16());
@@ -291,11 +315,30 @@ impl LlmClient {
             handle_event(ev, t, tl, out, &mut think, on_delta)?;
         }
         for piece in think.finish() {
-            emit(tl, out, t, piece.reasoning, &piece.text, on_delta);
+            emit(tl, out, piece.t, piece.reasoning, &piece.text, on_delta);
         }
         out.comments = parser.comments();
         tl.mark_at(EventKind::LlmDone, t);
         Ok(())
+    }
+
+    async fn send(&self, rb: reqwest::RequestBuilder) -> Result<reqwest::Response, SendError> {
+        match tokio::time::timeout(self.opts.headers_timeout, rb.send()).await {
+            Err(_) => Err(SendError::Timeout),
+            Ok(Err(e)) => Err(SendError::Http(e)),
+            Ok(Ok(r)) => Ok(r),
+        }
+    }
+
+    fn send_error(&self, e: SendError, url: &str) -> LlmError {
+        match e {
+            SendError::Timeout => LlmError::Timeout {
+                phase: "waiting for response headers",
+                after: self.opts.headers_timeout,
+                flag: "--headers-timeout",
+            },
+            SendError::Http(e) => self.classify(&e, url),
+        }
     }
 
     async fn read_body(&self, resp: reqwest::Response) -> String {
@@ -436,19 +479,32 @@ impl LlmClient {
         if !resp.status().is_success() {
             return Err(self.status_error(resp, &url).await);
         }
-        #[derive(Deserialize)]
-        struct Models {
-            data: Vec<ModelEntry>,
-        }
-        #[derive(Deserialize)]
-        struct ModelEntry {
-            id: String,
-        }
-        let text = self.read_body(resp).await;
-        let models: Models = serde_json::from_str(&text).map_err(|e| {
-            LlmError::Other(format!("{url} did not return a model list ({e}): {text}"))
-        })?;
-        Ok(models.data.into_iter().map(|m| m.id).collect())
+        // Parsed, so read whole: a list cut at the display limit is broken JSON (llama.cpp's
+        // is 807 bytes, OpenAI's tens of KiB). Only the error message is truncated.
+        let text =
+            match tokio::time::timeout(self.opts.idle_timeout, read_capped(resp, MODEL_LIST_CAP))
+                .await
+            {
+                Ok(Ok(t)) => t,
+                Ok(Err(why)) => {
+                    return Err(LlmError::Other(format!(
+                        "cannot read the model list from {url}: {why}"
+                    )))
+                }
+                Err(_) => {
+                    return Err(LlmError::Timeout {
+                        phase: "reading the model list",
+                        after: self.opts.idle_timeout,
+                        flag: "--idle-timeout",
+                    })
+                }
+            };
+        parse_model_list(&text).map_err(|e| {
+            LlmError::Other(format!(
+                "{url} did not return a model list ({e}): {}",
+                truncate_body(&self.scrub(&text))
+            ))
+        })
     }
 }
 
@@ -507,8 +563,10 @@ fn handle_event<F: FnMut(TextDelta<'_>)>(
             emit(tl, out, t, true, r, on_delta);
         }
         if let Some(content) = choice.delta.content.as_deref().filter(|s| !s.is_empty()) {
-            for piece in think.feed(content) {
-                emit(tl, out, t, piece.reasoning, &piece.text, on_delta);
+            // Pieces carry their own arrival time: text the splitter held back from an
+            // earlier delta is stamped when it arrived, not now.
+            for piece in think.feed(content, t) {
+                emit(tl, out, piece.t, piece.reasoning, &piece.text, on_delta);
             }
         }
         if choice.finish_reason.is_some() {
@@ -542,6 +600,98 @@ fn emit<F: FnMut(TextDelta<'_>)>(
         reasoning,
     });
     on_delta(TextDelta { t, text, reasoning });
+}
+
+/// The most a parsed body (the model list) may be. Far above any real list; a bound so a
+/// misdirected URL streaming something endless cannot fill memory.
+pub const MODEL_LIST_CAP: usize = 8 << 20;
+
+/// Reads a whole body, up to `cap` bytes.
+async fn read_capped(resp: reqwest::Response, cap: usize) -> Result<String, String> {
+    let mut stream = resp.bytes_stream();
+    let mut buf = Vec::new();
+    while let Some(b) = stream.next().await {
+        let b = b.map_err(|e| chain(&e))?;
+        if buf.len() + b.len() > cap {
+            return Err(format!("the body is larger than {} MiB", cap >> 20));
+        }
+        buf.extend_from_slice(&b);
+    }
+    String::from_utf8(buf).map_err(|e| format!("the body is not UTF-8 ({e})"))
+}
+
+/// Model IDs from a model list: OpenAI's `data[].id` (vLLM, Ollama's /v1, llama.cpp, which
+/// also sends `models`), else a `models[]` array of `name`/`model`/`id` (Ollama's own
+/// /api/tags, llama.cpp's extra list).
+pub fn parse_model_list(text: &str) -> Result<Vec<String>, String> {
+    #[derive(Deserialize)]
+    struct Models {
+        data: Option<Vec<Entry>>,
+        models: Option<Vec<Entry>>,
+    }
+    #[derive(Deserialize)]
+    struct Entry {
+        id: Option<String>,
+        name: Option<String>,
+        model: Option<String>,
+    }
+    let m: Models = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let (list, key) = match (m.data, m.models) {
+        (Some(d), _) => (d, "data"),
+        (None, Some(ms)) => (ms, "models"),
+        (None, None) => return Err("neither a \"data\" nor a \"models\" array".into()),
+    };
+    list.into_iter()
+        .enumerate()
+        .map(|(i, e)| {
+            e.id.or(e.model)
+                .or(e.name)
+                .ok_or_else(|| format!("{key}[{i}] has no \"id\""))
+        })
+        .collect()
+}
+
+fn build_http(opts: &ClientOptions, tls: bool, fresh: bool) -> Result<reqwest::Client, LlmError> {
+    let mut b = reqwest::Client::builder()
+        .connect_timeout(opts.connect_timeout)
+        .dns_resolver(Arc::new(TimedResolver))
+        .connector_layer(TimedConnectLayer { tls })
+        .tcp_nodelay(true)
+        .user_agent(concat!("voxlat/", env!("CARGO_PKG_VERSION")));
+    if fresh {
+        b = b.pool_max_idle_per_host(0);
+    }
+    b = if opts.http2 {
+        b.http2_prior_knowledge()
+    } else {
+        b.http1_only()
+    };
+    b.build()
+        .map_err(|e| LlmError::Other(format!("cannot build the HTTP client: {}", chain(&e))))
+}
+
+/// The connection was closed, reset or broken before any byte of the response arrived: what
+/// a server's keep-alive limit, idle timeout or a proxy does to a pooled connection the
+/// client then reuses. hyper's "connection closed before message completed" is
+/// `is_incomplete_message`.
+fn closed_before_response(e: &reqwest::Error) -> bool {
+    if e.is_timeout() || e.is_connect() || e.is_status() {
+        return false;
+    }
+    let mut closed = false;
+    visit_sources(e, &mut |err| {
+        if let Some(h) = err.downcast_ref::<hyper::Error>() {
+            closed |= h.is_incomplete_message() || h.is_canceled();
+        }
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::*;
+            closed |= matches!(
+                io.kind(),
+                ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof
+            );
+        }
+    });
+    closed
 }
 
 fn header_str(resp: &reqwest::Response, name: &str) -> Option<String> {

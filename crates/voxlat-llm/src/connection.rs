@@ -11,6 +11,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Instant;
+use voxlat_core::Nanos;
 
 tokio::task_local! {
     static PROBE: Arc<ConnProbe>;
@@ -32,11 +33,20 @@ pub struct ConnPhases {
     /// connect, and for https also the TLS handshake (`tls` says which).
     pub connect_ns: Option<u64>,
     pub tls: bool,
+    /// When the new connection became usable (process clock): the moment from which the
+    /// request could be written to it. TTFT is counted from here on a new connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_at: Option<Nanos>,
 }
 
 impl ConnProbe {
     pub fn phases(&self) -> ConnPhases {
         self.inner.lock().map(|g| g.clone()).unwrap_or_default()
+    }
+
+    /// Forgets what was recorded: the retry of a request starts a new connection record.
+    pub fn reset(&self) {
+        self.update(|c| *c = ConnPhases::default());
     }
 
     fn update(&self, f: impl FnOnce(&mut ConnPhases)) {
@@ -133,8 +143,10 @@ where
             let start = Instant::now();
             let out = fut.await;
             let total = start.elapsed().as_nanos() as u64;
+            let ready = voxlat_core::clock::now();
             if let Some(p) = probe {
                 p.update(|c| {
+                    c.ready_at = Some(ready);
                     c.new_connection = true;
                     c.tls = tls;
                     c.connect_ns = Some(total.saturating_sub(c.dns_ns.unwrap_or(0)));

@@ -21,6 +21,9 @@ pub enum ErrorClass {
     NotSse,
     StreamError,
     Disconnected,
+    /// The connection closed before any response byte, after the one retry (or on a new
+    /// connection, where no retry is made).
+    ConnectionClosed,
     InvalidChunk,
     Other,
 }
@@ -41,6 +44,7 @@ impl ErrorClass {
             ErrorClass::NotSse => "not_sse",
             ErrorClass::StreamError => "stream_error",
             ErrorClass::Disconnected => "disconnected",
+            ErrorClass::ConnectionClosed => "connection_closed",
             ErrorClass::InvalidChunk => "invalid_chunk",
             ErrorClass::Other => "other",
         }
@@ -116,6 +120,13 @@ pub enum LlmError {
     #[error("the stream broke off before it ended: {detail}")]
     Disconnected { detail: String },
 
+    #[error("{url}: the server closed the connection before sending any response ({detail}). {}", closed_hint(*.retried))]
+    ConnectionClosed {
+        url: String,
+        detail: String,
+        retried: bool,
+    },
+
     #[error("a stream event is not valid JSON ({detail}): {data:?}")]
     InvalidChunk { detail: String, data: String },
 
@@ -128,6 +139,14 @@ fn body_suffix(body: &str) -> String {
         String::new()
     } else {
         format!(". Response body: {}", body.trim())
+    }
+}
+
+fn closed_hint(retried: bool) -> &'static str {
+    if retried {
+        "It happened on a reused keep-alive connection and again on the retry over a new one, so it is not only a stale connection: check the server's log for a crash or a connection limit, and any proxy in between"
+    } else {
+        "It happened on a new connection: the server (or a proxy in front of it) is refusing work, overloaded or crashing; check its log and connection limits"
     }
 }
 
@@ -159,6 +178,7 @@ impl LlmError {
             LlmError::NotSse { .. } => ErrorClass::NotSse,
             LlmError::StreamError { .. } => ErrorClass::StreamError,
             LlmError::Disconnected { .. } => ErrorClass::Disconnected,
+            LlmError::ConnectionClosed { .. } => ErrorClass::ConnectionClosed,
             LlmError::InvalidChunk { .. } => ErrorClass::InvalidChunk,
             LlmError::Other(_) => ErrorClass::Other,
         }

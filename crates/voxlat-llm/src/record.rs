@@ -47,6 +47,21 @@ pub struct StreamOutcome {
     /// Server-reported timings (llama.cpp `timings` object, verbatim), last one seen.
     pub server_timings: Option<serde_json::Value>,
     pub connection: ConnPhases,
+    /// The request was sent a second time, on a new connection, because the pooled
+    /// connection it first went out on was closed before any response byte. `llm_sent` is the
+    /// first attempt's; every later stamp, and `connection`, belong to the retry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<Retry>,
+}
+
+/// The retry of a request whose first attempt died on a stale connection.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Retry {
+    /// When the retry was handed to the HTTP stack (process clock): TTFT counts from here,
+    /// not from the dead attempt.
+    pub sent: Nanos,
+    /// Why the first attempt failed.
+    pub first_error: String,
 }
 
 impl StreamOutcome {

@@ -1,6 +1,13 @@
 //! Splits `<think>…</think>` reasoning out of streamed content, for models that inline their
 //! reasoning in `content` instead of a separate field. Tags may be split across deltas, so a
 //! possible partial tag at the end of a delta is held back until the next one decides it.
+//!
+//! Held-back bytes keep the arrival time of the read that delivered them: a first delta of
+//! `<` (HTML, XML, code and math answers often begin so) must be stamped when it arrived, not
+//! when the next delta released it one token gap later.
+
+use std::collections::VecDeque;
+use voxlat_core::Nanos;
 
 const OPEN: &str = "<think>";
 const CLOSE: &str = "</think>";
@@ -9,13 +16,17 @@ const CLOSE: &str = "</think>";
 pub struct ThinkSplitter {
     in_think: bool,
     pending: String,
+    /// The pending text's runs as (byte length, arrival time), front first; the lengths add
+    /// up to `pending.len()`.
+    runs: VecDeque<(usize, Nanos)>,
 }
 
-/// A piece of text and whether it is reasoning.
+/// A piece of text, whether it is reasoning, and when its bytes arrived.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Piece {
     pub reasoning: bool,
     pub text: String,
+    pub t: Nanos,
 }
 
 impl ThinkSplitter {
@@ -23,40 +34,72 @@ impl ThinkSplitter {
         ThinkSplitter::default()
     }
 
-    pub fn feed(&mut self, s: &str) -> Vec<Piece> {
-        self.pending.push_str(s);
+    /// Feeds text that arrived at `t`. Returned pieces are in stream order; each carries the
+    /// arrival time of its own bytes, so text held back from an earlier delta comes out as a
+    /// piece of its own with that delta's time.
+    pub fn feed(&mut self, s: &str, t: Nanos) -> Vec<Piece> {
+        if !s.is_empty() {
+            self.pending.push_str(s);
+            self.runs.push_back((s.len(), t));
+        }
         let mut out = Vec::new();
         loop {
             let tag = if self.in_think { CLOSE } else { OPEN };
             if let Some(pos) = self.pending.find(tag) {
-                let before: String = self.pending[..pos].to_string();
-                self.push(&mut out, before);
-                self.pending.drain(..pos + tag.len());
+                self.take(&mut out, pos);
+                self.discard(tag.len());
                 self.in_think = !self.in_think;
                 continue;
             }
             let keep = partial_suffix_len(&self.pending, tag);
             let emit_to = self.pending.len() - keep;
-            let emit: String = self.pending.drain(..emit_to).collect();
-            self.push(&mut out, emit);
+            self.take(&mut out, emit_to);
             return out;
         }
     }
 
     /// End of stream: whatever was held back is text after all.
     pub fn finish(&mut self) -> Vec<Piece> {
-        let rest = std::mem::take(&mut self.pending);
         let mut out = Vec::new();
-        self.push(&mut out, rest);
+        self.take(&mut out, self.pending.len());
         out
     }
 
-    fn push(&self, out: &mut Vec<Piece>, text: String) {
-        if !text.is_empty() {
+    /// Moves the first `n` pending bytes into `out`, one piece per arrival run.
+    fn take(&mut self, out: &mut Vec<Piece>, mut n: usize) {
+        while n > 0 {
+            let Some(front) = self.runs.front_mut() else {
+                break;
+            };
+            let len = front.0.min(n);
+            let t = front.1;
+            front.0 -= len;
+            if front.0 == 0 {
+                self.runs.pop_front();
+            }
+            let text: String = self.pending.drain(..len).collect();
+            n -= len;
             out.push(Piece {
                 reasoning: self.in_think,
                 text,
+                t,
             });
+        }
+    }
+
+    /// Drops the first `n` pending bytes (a tag), keeping the runs in step.
+    fn discard(&mut self, mut n: usize) {
+        self.pending.drain(..n);
+        while n > 0 {
+            let Some(front) = self.runs.front_mut() else {
+                break;
+            };
+            let len = front.0.min(n);
+            front.0 -= len;
+            n -= len;
+            if front.0 == 0 {
+                self.runs.pop_front();
+            }
         }
     }
 }
@@ -76,29 +119,27 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn run(deltas: &[&str]) -> Vec<Piece> {
+    /// Feeds delta `i` at time `i`, and merges neighbouring pieces of the same kind.
+    fn run(deltas: &[&str]) -> Vec<(bool, String)> {
         let mut s = ThinkSplitter::new();
-        let mut out: Vec<Piece> = deltas.iter().flat_map(|d| s.feed(d)).collect();
+        let mut out: Vec<Piece> = deltas
+            .iter()
+            .enumerate()
+            .flat_map(|(i, d)| s.feed(d, Nanos(i as u64)))
+            .collect();
         out.extend(s.finish());
-        merge(out)
-    }
-
-    fn merge(pieces: Vec<Piece>) -> Vec<Piece> {
-        let mut out: Vec<Piece> = Vec::new();
-        for p in pieces {
-            match out.last_mut() {
-                Some(last) if last.reasoning == p.reasoning => last.text.push_str(&p.text),
-                _ => out.push(p),
+        let mut merged: Vec<(bool, String)> = Vec::new();
+        for p in out {
+            match merged.last_mut() {
+                Some(last) if last.0 == p.reasoning => last.1.push_str(&p.text),
+                _ => merged.push((p.reasoning, p.text)),
             }
         }
-        out
+        merged
     }
 
-    fn piece(reasoning: bool, text: &str) -> Piece {
-        Piece {
-            reasoning,
-            text: text.into(),
-        }
+    fn piece(reasoning: bool, text: &str) -> (bool, String) {
+        (reasoning, text.into())
     }
 
     #[test]
@@ -121,6 +162,29 @@ mod tests {
         assert_eq!(run(&["x <thi"]), vec![piece(false, "x <thi")]);
     }
 
+    #[test]
+    fn held_back_bytes_keep_their_arrival_time() {
+        for first in ["<", "<th", "<think"] {
+            let mut s = ThinkSplitter::new();
+            assert!(s.feed(first, Nanos(100)).is_empty(), "{first} is held back");
+            let out = s.feed("b>", Nanos(200));
+            let got: Vec<(&str, Nanos)> = out.iter().map(|p| (p.text.as_str(), p.t)).collect();
+            assert_eq!(got, vec![(first, Nanos(100)), ("b>", Nanos(200))]);
+        }
+        // Held over several deltas, then released by the end of the stream.
+        let mut s = ThinkSplitter::new();
+        assert!(s.feed("<", Nanos(1)).is_empty());
+        assert!(s.feed("th", Nanos(2)).is_empty());
+        let got: Vec<(String, Nanos)> = s.finish().into_iter().map(|p| (p.text, p.t)).collect();
+        assert_eq!(got, vec![("<".into(), Nanos(1)), ("th".into(), Nanos(2))]);
+        // A tag completed across deltas: the reasoning after it has the later time.
+        let mut s = ThinkSplitter::new();
+        assert!(s.feed("<thi", Nanos(1)).is_empty());
+        let out = s.feed("nk>x", Nanos(2));
+        assert_eq!(out.len(), 1);
+        assert!(out[0].reasoning && out[0].text == "x" && out[0].t == Nanos(2));
+    }
+
     proptest! {
         #[test]
         fn any_split_gives_the_same_pieces(cuts in proptest::collection::vec(0usize..60, 0..8)) {
@@ -133,6 +197,39 @@ mod tests {
             for c in cuts { parts.push(&text[prev..c]); prev = c; }
             parts.push(&text[prev..]);
             prop_assert_eq!(run(&parts), whole);
+        }
+
+        /// Every emitted byte carries the time of the delta that delivered it.
+        #[test]
+        fn every_byte_keeps_its_delta_time(cuts in proptest::collection::vec(0usize..60, 0..8)) {
+            let text = "<b>x</b> <think>y</think><i>z";
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % (text.len() + 1)).collect();
+            cuts.sort_unstable();
+            let mut s = ThinkSplitter::new();
+            let mut prev = 0;
+            let mut pieces = Vec::new();
+            let mut bounds = Vec::new();
+            for (i, c) in cuts.into_iter().chain([text.len()]).enumerate() {
+                bounds.push((prev, c, Nanos(i as u64)));
+                pieces.extend(s.feed(&text[prev..c], Nanos(i as u64)));
+                prev = c;
+            }
+            pieces.extend(s.finish());
+            // Walk the text: a change of kind means a tag was skipped there (this text has no
+            // empty think block), and every piece must start where the last one ended.
+            let (mut pos, mut reasoning) = (0, false);
+            for p in &pieces {
+                if p.reasoning != reasoning {
+                    let tag = if reasoning { CLOSE } else { OPEN };
+                    prop_assert!(text[pos..].starts_with(tag));
+                    pos += tag.len();
+                    reasoning = p.reasoning;
+                }
+                prop_assert!(text[pos..].starts_with(&p.text), "piece {:?} at {}", p.text, pos);
+                let (_, _, t) = bounds.iter().find(|(a, b, _)| *a <= pos && pos < *b).expect("bound");
+                prop_assert_eq!(p.t, *t, "piece {:?}", p.text);
+                pos += p.text.len();
+            }
         }
     }
 }

@@ -5,6 +5,7 @@
 //! handed each content event to the HTTP stack, so tests can compare what the client measured
 //! against the truth.
 
+pub mod keepalive;
 pub mod raw;
 
 use axum::body::Body;

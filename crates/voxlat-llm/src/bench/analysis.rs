@@ -68,6 +68,7 @@ pub enum Cause {
     Reasoning,
     Network,
     ClientOverhead,
+    PromptCache,
 }
 
 impl Cause {
@@ -81,6 +82,7 @@ impl Cause {
             Cause::Reasoning => "reasoning",
             Cause::Network => "network and HTTP",
             Cause::ClientOverhead => "client overhead",
+            Cause::PromptCache => "prompt cache flatters TTFT",
         }
     }
 }
@@ -359,8 +361,18 @@ fn connections(cells: &[CellSummary]) -> Vec<ConnectionResult> {
         };
         let r = &mut out[idx];
         r.errors += c.errors;
-        let ttfb = c.ttfb_ms.as_ref().map(|s| s.p50);
-        let ttft = c.ttft_ms.as_ref().map(|s| s.p50);
+        // The probe measures what a new connection costs, so its figures include the setup
+        // (older results files have only the plain ones, which then did too).
+        let ttfb = c
+            .ttfb_with_connect_ms
+            .as_ref()
+            .or(c.ttfb_ms.as_ref())
+            .map(|s| s.p50);
+        let ttft = c
+            .ttft_with_connect_ms
+            .as_ref()
+            .or(c.ttft_ms.as_ref())
+            .map(|s| s.p50);
         if cold {
             r.cold_ttfb_p50_ms = ttfb;
             r.cold_ttft_p50_ms = ttft;

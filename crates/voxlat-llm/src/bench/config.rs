@@ -29,6 +29,10 @@ pub struct BenchConfig {
     pub top_p: Option<f32>,
     pub stop: Vec<String>,
     pub seed: Option<u64>,
+    /// Seeds the synthetic prompts. Each run draws a new one (recorded here in the results),
+    /// so a server's prompt cache never serves one run's prompts to the next; set it (or
+    /// `seed`) to send the same prompts again on purpose.
+    pub prompt_seed: Option<u64>,
     pub include_usage: bool,
     /// Further body parameters, sent verbatim.
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -151,6 +155,7 @@ impl Default for BenchConfig {
             top_p: None,
             stop: Vec::new(),
             seed: None,
+            prompt_seed: None,
             include_usage: true,
             extra: serde_json::Map::new(),
             fresh_connections: false,
@@ -180,7 +185,8 @@ pub enum ConfigFileError {
         format: &'static str,
         detail: String,
     },
-    #[error("invalid configuration: {0}")]
+    /// Names the file and key, or the flag, and what is wrong.
+    #[error("{0}")]
     Invalid(String),
 }
 
@@ -228,6 +234,18 @@ impl BenchConfig {
         }
     }
 
+    /// The prompts are synthetic (new words per request), so a server should have none of
+    /// them cached.
+    pub fn synthetic_prompts(&self) -> bool {
+        let p = &self.prompt;
+        let synthetic = p.text.is_none() && p.file.is_none() && p.messages_file.is_none();
+        (synthetic && p.tokens.is_some())
+            || self
+                .sweep
+                .as_ref()
+                .is_some_and(|s| s.param == SweepParam::PromptTokens)
+    }
+
     pub fn loads(&self) -> Vec<Load> {
         if self.rate.is_empty() {
             self.concurrency
@@ -239,24 +257,78 @@ impl BenchConfig {
         }
     }
 
+    /// Checks every setting, naming each bad one by its flag.
     pub fn validate(&self) -> Result<(), ConfigFileError> {
-        let bad = |m: String| Err(ConfigFileError::Invalid(m));
+        self.validate_named(|_| None)
+    }
+
+    /// Checks every setting. `file_of(key)` is the config file a key's value came from (no
+    /// flag overrode it), so the error names the file and key, as "bench.toml: concurrency
+    /// = [0]: levels must be at least 1"; otherwise it names the flag.
+    pub fn validate_named(
+        &self,
+        file_of: impl Fn(&str) -> Option<String>,
+    ) -> Result<(), ConfigFileError> {
+        let bad = |key: &str, flag: &str, file_value: String, flag_value: String, problem: &str| {
+            Err(ConfigFileError::Invalid(match file_of(key) {
+                Some(file) => format!("{file}: {key} = {file_value}: {problem}"),
+                None if flag_value.is_empty() => format!("{flag}: {problem}"),
+                None => format!("{flag} {flag_value}: {problem}"),
+            }))
+        };
+        let list = |v: &[String]| (format!("[{}]", v.join(", ")), v.join(","));
+        let conc: Vec<String> = self.concurrency.iter().map(u32::to_string).collect();
+        let rates: Vec<String> = self.rate.iter().map(|&r| num(r)).collect();
         if self.concurrency.is_empty() && self.rate.is_empty() {
-            return bad("give at least one --concurrency level or --rate".into());
+            let (f, v) = list(&conc);
+            return bad(
+                "concurrency",
+                "--concurrency",
+                f,
+                v,
+                "give at least one concurrency level or rate",
+            );
         }
         if self.concurrency.contains(&0) {
-            return bad("--concurrency levels must be at least 1".into());
+            let (f, v) = list(&conc);
+            return bad(
+                "concurrency",
+                "--concurrency",
+                f,
+                v,
+                "levels must be at least 1",
+            );
         }
-        if let Some(r) = self.rate.iter().find(|r| !(r.is_finite() && **r > 0.0)) {
-            return bad(format!(
-                "--rate {r} is not a positive number of requests per second"
-            ));
+        if self.rate.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
+            let (f, v) = list(&rates);
+            return bad(
+                "rate",
+                "--rate",
+                f,
+                v,
+                "rates must be positive numbers of requests per second",
+            );
         }
         match self.duration_s {
-            Some(d) if !(d.is_finite() && d > 0.0) => {
-                return bad(format!("--duration {d} s is not positive"))
+            Some(d) if !(d.is_finite() && d > 0.0 && d <= MAX_SECONDS) => {
+                let problem = format!("must be positive and at most {MAX_SECONDS:.0} s");
+                return bad(
+                    "duration_s",
+                    "--duration",
+                    num(d),
+                    format!("{}s", num(d)),
+                    &problem,
+                );
             }
-            None if self.requests == 0 => return bad("--requests must be at least 1".into()),
+            None if self.requests == 0 => {
+                return bad(
+                    "requests",
+                    "--requests",
+                    "0".into(),
+                    "0".into(),
+                    "must be at least 1",
+                )
+            }
             _ => {}
         }
         let prompts = [
@@ -267,30 +339,64 @@ impl BenchConfig {
         ];
         if prompts.iter().filter(|&&p| p).count() > 1 {
             return bad(
-                "give only one of --prompt, --prompt-file, --messages-file and --prompt-tokens"
-                    .into(),
+                "prompt",
+                "--prompt/--prompt-file/--messages-file/--prompt-tokens",
+                "{…}".into(),
+                String::new(),
+                "give only one of --prompt, --prompt-file, --messages-file and --prompt-tokens (text, file, messages_file, tokens)",
             );
         }
         if let Some(sw) = &self.sweep {
+            let vals: Vec<String> = sw.values.iter().map(u32::to_string).collect();
+            let form = format!("{}={}", sw.param.name(), vals.join(","));
             if sw.values.is_empty() || sw.values.contains(&0) {
-                return bad("--sweep needs positive values, e.g. prompt-tokens=100,1000".into());
+                return bad(
+                    "sweep",
+                    "--sweep",
+                    format!("{form:?}"),
+                    form,
+                    "needs positive values, e.g. prompt-tokens=100,1000",
+                );
             }
             if sw.param == SweepParam::PromptTokens && prompts[..3].iter().any(|&p| p) {
-                return bad("--sweep prompt-tokens makes its own prompts; drop --prompt, --prompt-file and --messages-file".into());
+                return bad("sweep", "--sweep", format!("{form:?}"), form, "prompt-tokens makes its own prompts; drop --prompt, --prompt-file and --messages-file");
             }
         }
-        for (name, v) in [
-            ("--connect-timeout", self.connect_timeout_s),
-            ("--headers-timeout", self.headers_timeout_s),
-            ("--idle-timeout", self.idle_timeout_s),
+        for (key, flag, v) in [
+            (
+                "connect_timeout_s",
+                "--connect-timeout",
+                self.connect_timeout_s,
+            ),
+            (
+                "headers_timeout_s",
+                "--headers-timeout",
+                self.headers_timeout_s,
+            ),
+            ("idle_timeout_s", "--idle-timeout", self.idle_timeout_s),
         ] {
-            if !(v.is_finite() && v > 0.0) {
-                return bad(format!("{name} {v} s is not positive"));
+            if !(v.is_finite() && v > 0.0 && v <= MAX_SECONDS) {
+                let problem = format!("must be positive and at most {MAX_SECONDS:.0} s");
+                return bad(key, flag, num(v), format!("{}s", num(v)), &problem);
             }
         }
         Ok(())
     }
 }
+
+/// A number as a user would write it: `1e300`, not 301 digits.
+fn num(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && !(1e-4..1e9).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// The longest duration or timeout accepted, in seconds (about 11.6 days). Far beyond any
+/// real run; it exists so that `1e300` is an error rather than a panic converting to a
+/// `Duration`.
+pub const MAX_SECONDS: f64 = 1e6;
 
 #[cfg(test)]
 mod tests {
@@ -343,5 +449,43 @@ mod tests {
         c.prompt.tokens = Some(5);
         assert!(c.validate().unwrap_err().to_string().contains("only one"));
         assert!(BenchConfig::default().validate().is_ok());
+        // Absurd durations are errors, not panics later.
+        let c = BenchConfig {
+            connect_timeout_s: 1e300,
+            ..BenchConfig::default()
+        };
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("--connect-timeout 1e300s") && e.contains("at most"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn values_from_a_file_name_the_file_and_key() {
+        let c = BenchConfig {
+            concurrency: vec![0],
+            ..BenchConfig::default()
+        };
+        let e = c
+            .validate_named(|_| Some("bench.toml".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("bench.toml: concurrency = [0]: levels must be at least 1"),
+            "{e}"
+        );
+        let c = BenchConfig {
+            connect_timeout_s: 1e300,
+            ..BenchConfig::default()
+        };
+        let e = c
+            .validate_named(|k| (k == "connect_timeout_s").then(|| "b.json".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("b.json: connect_timeout_s = 1e300: must be positive"),
+            "{e}"
+        );
     }
 }

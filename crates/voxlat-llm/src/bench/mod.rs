@@ -5,9 +5,11 @@
 //! [`CellSummary`] is derived from those records and nothing else.
 
 pub mod analysis;
+pub mod cache_check;
 pub mod compare;
 pub mod config;
 pub mod fit;
+pub mod guard;
 pub mod html;
 pub mod prompt;
 pub mod record;

@@ -4,8 +4,10 @@
 //! Synthetic prompts are built from common English words that are one token each (with their
 //! leading space) in the GPT-2, Llama 3 and Gemma BPE vocabularies, so N words ≈ N tokens; the
 //! instruction around them adds about 15. The server's `usage.prompt_tokens`, recorded per
-//! request, is the true count. Each request gets a different word sequence, so a server's
-//! prefix cache cannot turn a prefill measurement into a cache-hit measurement by accident.
+//! request, is the true count. Each request gets a different word sequence, and each run a
+//! different seed, so a server's prefix cache (llama-server keeps earlier prompts in host
+//! memory across runs) cannot turn a prefill measurement into a cache-hit measurement by
+//! accident.
 
 use super::record::CacheStep;
 use crate::client::Message;
@@ -15,7 +17,11 @@ use std::path::Path;
 pub enum PromptSource {
     Text(String),
     Messages(Vec<Message>),
-    Synthetic { tokens: u32 },
+    /// `seed` is the run's: the same seed sends the same prompts.
+    Synthetic {
+        tokens: u32,
+        seed: u64,
+    },
 }
 
 const WORDS: &[&str] = &[
@@ -182,8 +188,8 @@ impl PromptSource {
                     out.extend(m.iter().cloned());
                 }
             }
-            PromptSource::Synthetic { tokens } => {
-                out.push(Message::new("user", synthetic_text(*tokens, seq)))
+            PromptSource::Synthetic { tokens, seed } => {
+                out.push(Message::new("user", synthetic_text(*tokens, *seed, seq)))
             }
         }
         out
@@ -193,17 +199,25 @@ impl PromptSource {
         match self {
             PromptSource::Text(t) => format!("text, {} chars", t.chars().count()),
             PromptSource::Messages(m) => format!("{} messages", m.len()),
-            PromptSource::Synthetic { tokens } => {
-                format!("synthetic, ~{tokens} tokens, different per request")
+            PromptSource::Synthetic { tokens, seed } => {
+                format!("synthetic, ~{tokens} tokens, different per request, seed {seed}")
             }
         }
     }
 }
 
-/// About `tokens` words (one token each), seeded by `seq`.
-pub fn synthetic_text(tokens: u32, seq: u64) -> String {
-    let mut rng =
-        fastrand::Rng::with_seed(seq.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(tokens));
+/// A seed for a run that was given none: fastrand's global generator is seeded from the OS
+/// per process, so two runs differ.
+pub fn new_run_seed() -> u64 {
+    fastrand::u64(..)
+}
+
+/// About `tokens` words (one token each), seeded by the run's `seed` and the request's `seq`.
+pub fn synthetic_text(tokens: u32, seed: u64, seq: u64) -> String {
+    let mix = seq.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ seed.rotate_left(29).wrapping_mul(0xBF58_476D_1CE4_E5B9)
+        ^ u64::from(tokens);
+    let mut rng = fastrand::Rng::with_seed(mix);
     let mut s = String::with_capacity(tokens as usize * 7 + 64);
     for i in 0..tokens {
         if i > 0 {
@@ -222,9 +236,9 @@ const CHANGED_WORD: &str = "zebra";
 /// round `round` (the same for every step of that round), with one word changed at the
 /// start or at the end of the body for the `change-*` steps. The end change sits just before
 /// the fixed instruction, about ten tokens from the end of the message.
-pub fn cache_probe_text(tokens: u32, round: u64, step: CacheStep) -> String {
-    // A seed range the per-request synthetic prompts (seq from 0) never reach.
-    let base = synthetic_text(tokens, u64::MAX - round);
+pub fn cache_probe_text(tokens: u32, seed: u64, round: u64, step: CacheStep) -> String {
+    // A seq range the per-request synthetic prompts (seq from 0) never reach.
+    let base = synthetic_text(tokens, seed, u64::MAX - round);
     let (body, instruction) = base.split_once("\n\n").unwrap_or((&base, ""));
     let mut words: Vec<&str> = body.split(' ').collect();
     match step {
@@ -255,10 +269,18 @@ mod tests {
 
     #[test]
     fn synthetic_prompts_have_the_word_count_and_differ_per_request() {
-        let a = synthetic_text(500, 1);
-        let b = synthetic_text(500, 2);
+        let a = synthetic_text(500, 7, 1);
+        let b = synthetic_text(500, 7, 2);
         assert_ne!(a, b);
-        assert_eq!(a, synthetic_text(500, 1), "deterministic per seq");
+        assert_eq!(
+            a,
+            synthetic_text(500, 7, 1),
+            "deterministic per seed and seq"
+        );
+        // Another run (seed) sends other prompts at every seq.
+        for seq in 0..20 {
+            assert_ne!(synthetic_text(500, 7, seq), synthetic_text(500, 8, seq));
+        }
         let body = a.split("\n\n").next().unwrap();
         assert_eq!(body.split(' ').count(), 500);
     }
@@ -266,10 +288,10 @@ mod tests {
     #[test]
     fn cache_probe_prompts_differ_only_where_they_should() {
         let words = |s: &str| -> Vec<String> { s.split_whitespace().map(String::from).collect() };
-        let cold = words(&cache_probe_text(200, 3, CacheStep::Cold));
-        assert_eq!(cold, words(&cache_probe_text(200, 3, CacheStep::Repeat)));
-        let end = words(&cache_probe_text(200, 3, CacheStep::ChangeEnd));
-        let start = words(&cache_probe_text(200, 3, CacheStep::ChangeStart));
+        let cold = words(&cache_probe_text(200, 7, 3, CacheStep::Cold));
+        assert_eq!(cold, words(&cache_probe_text(200, 7, 3, CacheStep::Repeat)));
+        let end = words(&cache_probe_text(200, 7, 3, CacheStep::ChangeEnd));
+        let start = words(&cache_probe_text(200, 7, 3, CacheStep::ChangeStart));
         let diff = |a: &[String], b: &[String]| {
             a.iter()
                 .zip(b)
@@ -280,7 +302,7 @@ mod tests {
         };
         assert_eq!(diff(&cold, &start), vec![0]);
         assert_eq!(diff(&cold, &end), vec![199]);
-        assert_ne!(cold, words(&cache_probe_text(200, 4, CacheStep::Cold)));
+        assert_ne!(cold, words(&cache_probe_text(200, 7, 4, CacheStep::Cold)));
     }
 
     #[test]

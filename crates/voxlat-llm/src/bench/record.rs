@@ -102,27 +102,72 @@ impl RequestRecord {
             .signed_since(*self.events.get(&from)?)))
     }
 
-    /// llm_sent → first non-empty content delta.
+    /// When the request could be written to a ready connection: `llm_sent` on a pooled
+    /// connection, the moment the connection became usable on one it opened. A connection
+    /// "ready" after the headers arrived is one the pool opened in the background while the
+    /// request rode another, and does not count.
+    pub fn ready_at(&self) -> Option<Nanos> {
+        let sent = self.sent_at()?;
+        let headers = self.events.get(&EventKind::LlmHeaders);
+        let ready = self
+            .outcome
+            .connection
+            .ready_at
+            .filter(|&r| r >= sent && headers.is_none_or(|h| r <= *h));
+        Some(ready.unwrap_or(sent))
+    }
+
+    /// When the attempt that counts was handed to the HTTP stack: `llm_sent`, or the retry's
+    /// send when a stale pooled connection made the first attempt fail.
+    pub fn sent_at(&self) -> Option<Nanos> {
+        match &self.outcome.retry {
+            Some(r) => Some(r.sent),
+            None => self.events.get(&EventKind::LlmSent).copied(),
+        }
+    }
+
+    fn since_sent(&self, to: EventKind) -> Option<f64> {
+        Some(ms(self.events.get(&to)?.signed_since(self.sent_at()?)))
+    }
+
+    /// The request written to a ready connection → `to`.
+    fn since_ready(&self, to: EventKind) -> Option<f64> {
+        Some(ms(self.events.get(&to)?.signed_since(self.ready_at()?)))
+    }
+
+    /// Ready connection → first non-empty content delta. Connection setup (DNS, TCP, TLS) is
+    /// not in it: see [`Self::ttft_with_connect_ms`].
     pub fn ttft_ms(&self) -> Option<f64> {
-        self.span(EventKind::LlmSent, EventKind::LlmFirstToken)
+        self.since_ready(EventKind::LlmFirstToken)
     }
 
-    /// llm_sent → first answer (non-reasoning) delta.
+    /// llm_sent → first non-empty content delta: what a user waits for, connection setup
+    /// included when the request opened a connection. Equal to TTFT on a pooled connection.
+    pub fn ttft_with_connect_ms(&self) -> Option<f64> {
+        self.since_sent(EventKind::LlmFirstToken)
+    }
+
+    /// llm_sent → response headers, connection setup included.
+    pub fn ttfb_with_connect_ms(&self) -> Option<f64> {
+        self.since_sent(EventKind::LlmHeaders)
+    }
+
+    /// Ready connection → first answer (non-reasoning) delta.
     pub fn ttfat_ms(&self) -> Option<f64> {
-        self.span(EventKind::LlmSent, EventKind::LlmFirstAnswerToken)
+        self.since_ready(EventKind::LlmFirstAnswerToken)
     }
 
-    /// llm_sent → response headers.
+    /// Ready connection → response headers.
     pub fn ttfb_ms(&self) -> Option<f64> {
-        self.span(EventKind::LlmSent, EventKind::LlmHeaders)
+        self.since_ready(EventKind::LlmHeaders)
     }
 
     pub fn first_event_ms(&self) -> Option<f64> {
-        self.span(EventKind::LlmSent, EventKind::LlmFirstEvent)
+        self.since_ready(EventKind::LlmFirstEvent)
     }
 
     pub fn e2e_ms(&self) -> Option<f64> {
-        self.span(EventKind::LlmSent, EventKind::LlmDone)
+        self.since_ready(EventKind::LlmDone)
     }
 
     /// (llm_done − llm_first_token) / (output tokens − 1).
@@ -241,5 +286,25 @@ mod tests {
         assert_eq!(r.ttft_from_schedule_ms(), Some(52.0));
         r.outcome.output_tokens = Some(1);
         assert_eq!(r.tpot_ms(), None, "TPOT needs two tokens");
+        assert_eq!(r.ttft_with_connect_ms(), Some(50.0), "pooled: the same");
+        // A request that opened a connection ready at 6 ms: TTFT from there, and the
+        // connect-inclusive figure from llm_sent.
+        r.outcome.connection.new_connection = true;
+        r.outcome.connection.ready_at = Some(Nanos(6 * ms));
+        assert_eq!(r.ttft_ms(), Some(46.0));
+        assert_eq!(r.ttft_with_connect_ms(), Some(50.0));
+        assert_eq!(r.ttfb_ms(), Some(4.0));
+        assert_eq!(r.ttfb_with_connect_ms(), Some(8.0));
+        // Ready after the headers: a background connect, not this request's.
+        r.outcome.connection.ready_at = Some(Nanos(11 * ms));
+        assert_eq!(r.ttft_ms(), Some(50.0));
+        // A retry after a stale connection: both figures count from the retry.
+        r.outcome.retry = Some(crate::record::Retry {
+            sent: Nanos(5 * ms),
+            first_error: "connection closed before message completed".into(),
+        });
+        r.outcome.connection.ready_at = Some(Nanos(7 * ms));
+        assert_eq!(r.ttft_with_connect_ms(), Some(47.0));
+        assert_eq!(r.ttft_ms(), Some(45.0));
     }
 }

@@ -32,6 +32,8 @@ pub struct BenchResults {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Definitions {
     pub ttft: String,
+    #[serde(default)]
+    pub ttft_with_connect: String,
     pub ttfb: String,
     pub tpot: String,
     pub itl: String,
@@ -42,11 +44,12 @@ pub struct Definitions {
 impl Default for Definitions {
     fn default() -> Self {
         Definitions {
-            ttft: "llm_sent -> first delta with non-empty content (reasoning or answer); role-only and empty chunks do not count".into(),
-            ttfb: "llm_sent -> response status and headers received".into(),
+            ttft: "request written to a ready connection (llm_sent on a pooled connection; the moment a new connection became usable on one the request opened) -> first delta with non-empty content (reasoning or answer); role-only and empty chunks do not count; connection setup is not in it".into(),
+            ttft_with_connect: "llm_sent (request handed to the HTTP stack) -> first non-empty content delta: DNS, TCP and TLS included for a request that opened a connection; equal to ttft on a pooled one. Shown as TTFT+connect".into(),
+            ttfb: "request written to a ready connection -> response status and headers received".into(),
             tpot: "(llm_done - llm_first_token) / (output tokens - 1); tokens from usage when sent, else the delta count".into(),
             itl: "gaps between consecutive content deltas".into(),
-            e2e: "llm_sent -> end of stream ([DONE] or body end)".into(),
+            e2e: "request written to a ready connection -> end of stream ([DONE] or body end)".into(),
             percentiles: "nearest rank over every measured sample; warm-up requests excluded".into(),
         }
     }
@@ -61,8 +64,14 @@ pub struct ClientCost {
     pub cpu_ms_per_request: Option<f64>,
 }
 
+/// The largest results file a run writes before it stops itself: the file is rewritten
+/// whole every second, and a run that only produces errors must not fill the disk.
+pub const RESULTS_BUDGET_BYTES: usize = 128 << 20;
+
 pub struct ResultsWriter {
     path: PathBuf,
+    budget: usize,
+    last_size: usize,
     results: BenchResults,
     cells: Vec<(String, String, String)>,
     last_flush: Option<Instant>,
@@ -127,6 +136,8 @@ impl ResultsWriter {
         };
         let mut w = ResultsWriter {
             path,
+            budget: RESULTS_BUDGET_BYTES,
+            last_size: 0,
             results,
             cells,
             last_flush: None,
@@ -135,6 +146,17 @@ impl ResultsWriter {
         };
         w.flush()?;
         Ok(w)
+    }
+
+    /// Sets the size budget (tests use a small one).
+    pub fn set_budget(&mut self, bytes: usize) {
+        self.budget = bytes;
+    }
+
+    /// The last write reached the size budget: the run should stop (and the file is still
+    /// complete and valid).
+    pub fn over_budget(&self) -> bool {
+        self.last_size >= self.budget
     }
 
     pub fn path(&self) -> &Path {
@@ -175,11 +197,16 @@ impl ResultsWriter {
             &self.results.requests,
             &self.results.client,
         );
+        let synthetic = self.results.config.synthetic_prompts();
+        if let Some(f) = super::cache_check::cold_cache_finding(&self.results.requests, synthetic) {
+            self.results.analysis.findings.push(f);
+        }
         let bytes = serde_json::to_vec_pretty(&self.results).map_err(|e| WriteError::Io {
             path: self.path.clone(),
             source: std::io::Error::other(e),
         })?;
         fsio::write_atomic(&self.path, &bytes)?;
+        self.last_size = bytes.len();
         self.last_flush = Some(Instant::now());
         Ok(())
     }

@@ -35,6 +35,8 @@ pub struct Block {
     pub count: Option<u32>,
     pub duration: Option<Duration>,
     pub variant: Option<Variant>,
+    /// A warm-up that only opens the pool's connections for the next load: short answers.
+    pub preopen: bool,
 }
 
 pub fn cell_name(model: &str, load: &Load) -> String {
@@ -149,6 +151,7 @@ pub fn plan(cfg: &BenchConfig, models: &[String]) -> Vec<Block> {
                 count: Some(cfg.warmup),
                 duration: None,
                 variant: None,
+                preopen: false,
             });
         }
     }
@@ -159,6 +162,25 @@ pub fn plan(cfg: &BenchConfig, models: &[String]) -> Vec<Block> {
     };
     let (variants, _) = sweep_variants(cfg);
     for load in cfg.loads() {
+        // The pool holds one connection after a c=1 warm-up, so at c=64 63 measured requests
+        // would connect inside their measurement, and 64 connects at once queue in the
+        // client. Opening the pool to the cell's concurrency first means every measured
+        // request rides a ready connection. Connections are per host, so one model's
+        // requests open them for all. --fresh-connections asks for cold requests instead.
+        if let (Load::Concurrency(c), Some(m)) = (load, models.first()) {
+            if c > 1 && cfg.warmup > 0 && !cfg.fresh_connections {
+                blocks.push(Block {
+                    model: m.clone(),
+                    load,
+                    cell: format!("{m} {} warm-up", load.label()),
+                    warmup: true,
+                    count: Some(c),
+                    duration: None,
+                    variant: None,
+                    preopen: true,
+                });
+            }
+        }
         for &variant in &variants {
             for r in 0..rounds {
                 for i in 0..models.len() {
@@ -182,6 +204,7 @@ pub fn plan(cfg: &BenchConfig, models: &[String]) -> Vec<Block> {
                         count,
                         duration,
                         variant,
+                        preopen: false,
                     });
                 }
             }
@@ -252,6 +275,12 @@ fn probe_rounds(cfg: &BenchConfig) -> u32 {
     cfg.requests.max(1)
 }
 
+/// The run's prompt seed; the command resolves it before the run (0 only in tests that
+/// build a config by hand).
+fn prompt_seed(cfg: &BenchConfig) -> u64 {
+    cfg.prompt_seed.or(cfg.seed).unwrap_or(0)
+}
+
 fn next_seq(ctx: &Ctx) -> u64 {
     ctx.seq.fetch_add(1, Ordering::Relaxed)
 }
@@ -266,6 +295,7 @@ fn probe_block(model: &str, variant: Variant, warmup: bool) -> Block {
         count: Some(1),
         duration: None,
         variant: Some(variant),
+        preopen: false,
     }
 }
 
@@ -284,7 +314,8 @@ async fn cache_probe(ctx: &Arc<Ctx>, model: &str) {
             if let Some(s) = &ctx.cfg.prompt.system {
                 messages.push(Message::new("system", s.clone()));
             }
-            messages.push(Message::new("user", cache_probe_text(tokens, round, step)));
+            let text = cache_probe_text(tokens, prompt_seed(&ctx.cfg), round, step);
+            messages.push(Message::new("user", text));
             let b = probe_block(model, Variant::Cache { step }, false);
             send_one(
                 ctx,
@@ -426,10 +457,15 @@ async fn one_request(ctx: &Ctx, b: &Block, scheduled: Option<Nanos>) -> Option<L
     let system = ctx.cfg.prompt.system.as_deref();
     let (messages, max_tokens) = match b.variant {
         Some(Variant::PromptTokens { value }) => (
-            PromptSource::Synthetic { tokens: value }.messages(seq, system),
+            PromptSource::Synthetic {
+                tokens: value,
+                seed: prompt_seed(&ctx.cfg),
+            }
+            .messages(seq, system),
             ctx.cfg.max_tokens,
         ),
         Some(Variant::MaxTokens { value }) => (ctx.prompt.messages(seq, system), Some(value)),
+        _ if b.preopen => (ctx.prompt.messages(seq, system), Some(1)),
         _ => (ctx.prompt.messages(seq, system), ctx.cfg.max_tokens),
     };
     send_one(ctx, &ctx.client, b, seq, messages, max_tokens, scheduled).await
@@ -528,7 +564,22 @@ mod tests {
                 ("a", false, Some(5))
             ]
         );
-        assert_eq!(p.len(), 2 + 2 * 2 * 2);
+        // Two c=1 warm-ups, one c=4 pool pre-open, two loads × two rounds × two models.
+        assert_eq!(p.len(), 2 + 1 + 2 * 2 * 2);
+        let preopen: Vec<&Block> = p.iter().filter(|b| b.preopen).collect();
+        assert_eq!(preopen.len(), 1);
+        assert_eq!(
+            (preopen[0].load, preopen[0].count, preopen[0].warmup),
+            (Load::Concurrency(4), Some(4), true)
+        );
+        // It runs just before the c=4 cells.
+        let i = p.iter().position(|b| b.preopen).unwrap();
+        assert_eq!(p[i + 1].cell, "a c=4");
+        let fresh = BenchConfig {
+            fresh_connections: true,
+            ..cfg.clone()
+        };
+        assert!(!plan(&fresh, &models).iter().any(|b| b.preopen));
         let per_cell: u32 = p
             .iter()
             .filter(|b| b.cell == "a c=4")

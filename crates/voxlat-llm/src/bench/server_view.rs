@@ -83,6 +83,11 @@ pub struct ServerView {
     /// Of those, how many echoed our `X-Request-Id`, so client and server records are
     /// provably the same request.
     pub joined_by_request_id: usize,
+    /// The rest: the server did not echo the ID (llama-server does not), so they are joined
+    /// by the response that carried them. The times arrive inside the request's own stream,
+    /// on its own connection, so the join is still one to one; it is just not proven by ID.
+    #[serde(default)]
+    pub joined_by_response: usize,
     pub queue_ms: Option<Summary>,
     pub prefill_ms: Option<Summary>,
     pub decode_ms: Option<Summary>,
@@ -109,6 +114,12 @@ impl ServerView {
                 .iter()
                 .filter(|(r, _)| {
                     r.outcome.server_request_id.as_deref() == Some(r.request_id.as_str())
+                })
+                .count(),
+            joined_by_response: with
+                .iter()
+                .filter(|(r, _)| {
+                    r.outcome.server_request_id.as_deref() != Some(r.request_id.as_str())
                 })
                 .count(),
             queue_ms: s(&|(_, t)| t.queue_ms),
@@ -173,6 +184,13 @@ mod tests {
         assert!(server_times(&rec(serde_json::json!({"other": 1}))).is_none());
         let r = rec(serde_json::json!({"prompt_ms": 1.0}));
         let v = ServerView::from_records(&[&r]).unwrap();
-        assert_eq!((v.requests, v.joined_by_request_id), (1, 1));
+        assert_eq!(
+            (v.requests, v.joined_by_request_id, v.joined_by_response),
+            (1, 1, 0)
+        );
+        let mut r = r;
+        r.outcome.server_request_id = None;
+        let v = ServerView::from_records(&[&r]).unwrap();
+        assert_eq!((v.joined_by_request_id, v.joined_by_response), (0, 1));
     }
 }

@@ -20,7 +20,17 @@ pub struct CellSummary {
     pub span_s: Option<f64>,
     /// Completed requests per second over `span_s`.
     pub throughput_rps: Option<f64>,
+    /// From the request written to a ready connection; connection setup excluded.
     pub ttft_ms: Option<Summary>,
+    /// From llm_sent, connection setup included for requests that opened one: the
+    /// user-facing figure. Equal to `ttft_ms` when every request rode a pooled connection.
+    #[serde(default)]
+    pub ttft_with_connect_ms: Option<Summary>,
+    #[serde(default)]
+    pub ttfb_with_connect_ms: Option<Summary>,
+    /// Requests sent again on a new connection after their pooled one was found closed.
+    #[serde(default)]
+    pub retried: usize,
     /// Time to first answer token; differs from TTFT only for reasoning models.
     pub ttfat_ms: Option<Summary>,
     pub ttfb_ms: Option<Summary>,
@@ -39,6 +49,7 @@ pub struct CellSummary {
     pub tokens_from_delta_count: usize,
     /// Numeric fields of server-reported timings (llama.cpp `timings`), summarized by name.
     pub server_timings: BTreeMap<String, Summary>,
+    /// Measured requests (ok ones) that opened a connection rather than riding a pooled one.
     pub new_connections: usize,
     /// The sweep point or probe step this cell measures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -127,6 +138,12 @@ impl CellSummary {
             span_s,
             throughput_rps: span_s.map(|s| ok.len() as f64 / s),
             ttft_ms: summarize(&ok, errors, RequestRecord::ttft_ms),
+            ttft_with_connect_ms: summarize(&ok, errors, RequestRecord::ttft_with_connect_ms),
+            ttfb_with_connect_ms: summarize(&ok, errors, RequestRecord::ttfb_with_connect_ms),
+            retried: measured
+                .iter()
+                .filter(|r| r.outcome.retry.is_some())
+                .count(),
             ttfat_ms: summarize(&ok, errors, RequestRecord::ttfat_ms),
             ttfb_ms: summarize(&ok, errors, RequestRecord::ttfb_ms),
             first_event_ms: summarize(&ok, errors, RequestRecord::first_event_ms),
