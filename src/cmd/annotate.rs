@@ -28,7 +28,11 @@ pub fn run(args: AnnotateArgs) -> Result<ExitCode> {
                 a.end_ms
             ),
             Err(e) => {
-                eprintln!("error: {e}");
+                let advice = match &e {
+                    voxlat_pipeline::scenario::AnnotateError::Wav(w) => super::wav_advice(w),
+                    _ => "",
+                };
+                eprintln!("error: {e}{advice}");
                 failed = true;
             }
         }
