@@ -332,6 +332,9 @@ mod tests {
         r.skipped = vec!["a.toml: turn `<x>`: zero.wav: sample_rate = 0 Hz".into()];
         let html = super::render(&r);
         assert!(html.contains("Skipped (1)"), "{html}");
-        assert!(html.contains("&lt;x&gt;") && html.contains("zero.wav"), "{html}");
+        assert!(
+            html.contains("&lt;x&gt;") && html.contains("zero.wav"),
+            "{html}"
+        );
     }
 }
