@@ -45,6 +45,18 @@ pub fn render(r: &ReplayResults) -> String {
         if r.header.interrupted { " · <b>interrupted</b>" } else { "" },
         esc(&r.timing_note)
     );
+    // What a directory replay left out, so a short report is not mistaken for a full one.
+    if !r.skipped.is_empty() {
+        let _ = write!(
+            h,
+            "<p><b>Skipped ({}), not measured:</b></p><ul>",
+            r.skipped.len()
+        );
+        for s in &r.skipped {
+            let _ = write!(h, "<li>{}</li>", esc(s));
+        }
+        h.push_str("</ul>");
+    }
     // Aggregate table.
     h.push_str("<h2>User stopped speaking → first audio</h2><table><tr><th>ms</th><th>n</th><th>mean</th><th>P50</th><th>P95</th><th>P99</th><th>max</th></tr>");
     for (name, s) in a
@@ -304,4 +316,25 @@ fn turn_table(h: &mut String, r: &ReplayResults) {
         );
     }
     h.push_str("</table>");
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn skipped_scenarios_are_listed_escaped() {
+        let mut r = voxlat_pipeline::results::ReplayResults::new(
+            voxlat_pipeline::PipelineConfig::default(),
+            voxlat_core::threads::ThreadBudget::detect(),
+            serde_json::json!({}),
+        );
+        let html = super::render(&r);
+        assert!(!html.contains("Skipped"));
+        r.skipped = vec!["a.toml: turn `<x>`: zero.wav: sample_rate = 0 Hz".into()];
+        let html = super::render(&r);
+        assert!(html.contains("Skipped (1)"), "{html}");
+        assert!(
+            html.contains("&lt;x&gt;") && html.contains("zero.wav"),
+            "{html}"
+        );
+    }
 }

@@ -216,14 +216,15 @@ fn read_results(out: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(results_json(out).unwrap()).unwrap()).unwrap()
 }
 
-/// Waits (up to two minutes) until `n` turns are flushed or the child exits; returns the count.
+/// Waits (up to two minutes) until `n` turns are appended to the JSONL beside the results
+/// JSON (the summary itself is rendered only at the end) or the child exits; returns the count.
 fn wait_for_turns(child: &mut std::process::Child, out: &Path, n: usize) -> usize {
     let mut seen = 0;
     for _ in 0..1200 {
         std::thread::sleep(std::time::Duration::from_millis(100));
         seen = results_json(out)
-            .and_then(|p| serde_json::from_slice::<serde_json::Value>(&std::fs::read(p).ok()?).ok())
-            .and_then(|v| v["turns"].as_array().map(Vec::len))
+            .and_then(|p| std::fs::read_to_string(p.with_extension("jsonl")).ok())
+            .map(|text| text.lines().count())
             .unwrap_or(0);
         if seen >= n || child.try_wait().unwrap().is_some() {
             break;

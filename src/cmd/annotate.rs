@@ -6,8 +6,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Prints where speech starts and ends in each WAV (first and last 10 ms frame within 40 dB
-/// of the loudest), as `speech_end_ms` lines for scenario files. Meaningful on clean
-/// recordings only; check noisy ones by ear.
+/// of the loudest), as `speech_end_ms` lines for scenario files. A file whose sound is too
+/// quiet (below −50 dBFS), too short (under 100 ms) or too steady (noise) to be speech is
+/// reported as having none, and the exit status is 1. Meaningful on clean recordings only;
+/// check noisy ones by ear.
 #[derive(Args, Debug)]
 pub struct AnnotateArgs {
     #[arg(required = true, value_name = "WAV")]
@@ -18,12 +20,19 @@ pub fn run(args: AnnotateArgs) -> Result<ExitCode> {
     let mut failed = false;
     for f in &args.files {
         match voxlat_pipeline::scenario::annotate(f) {
-            Ok((start, end)) => println!(
-                "# {}: speech {start:.0}–{end:.0} ms\nspeech_end_ms = {end:.0}",
-                f.display()
+            Ok(a) => println!(
+                "# {}: speech {:.0}–{:.0} ms\nspeech_end_ms = {:.0}",
+                f.display(),
+                a.start_ms,
+                a.end_ms,
+                a.end_ms
             ),
             Err(e) => {
-                eprintln!("error: {e}");
+                let advice = match &e {
+                    voxlat_pipeline::scenario::AnnotateError::Wav(w) => super::wav_advice(w),
+                    _ => "",
+                };
+                eprintln!("error: {e}{advice}");
                 failed = true;
             }
         }

@@ -24,9 +24,21 @@ pub fn read_wav_reporting(file: &std::path::Path) -> Option<voxlat_audio::wav::D
             Some(d)
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {e}{}", wav_advice(&e));
             None
         }
+    }
+}
+
+/// What to do about a WAV the reader refused for its numbers, for the end of the message.
+pub fn wav_advice(e: &voxlat_audio::wav::WavError) -> &'static str {
+    use voxlat_audio::wav::WavError;
+    match e {
+        WavError::OutOfRange { .. } => {
+            "; if the audio itself is sound, convert it, e.g. `sox in.wav -r 16000 -c 1 -b 16 out.wav`"
+        }
+        WavError::TooLong { .. } => "; cut it into turns, e.g. `sox in.wav out.wav trim 0 60`",
+        _ => "",
     }
 }
 

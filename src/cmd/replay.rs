@@ -20,7 +20,8 @@ use voxlat_vad::EndpointerConfig;
 /// reports, per turn and in aggregate (n, mean, P50, P95, P99, max), every segment of
 /// "user stopped speaking → first audio", the dominant stage and the pipeline overhead.
 /// Audio is paced in real time unless --fast. Without --llm-url the embedded server runs
-/// the bundled model. Results (JSON, CSV, HTML) are rewritten after every turn.
+/// the bundled model. Each finished turn is appended to a JSON Lines file and the CSV; the
+/// summary JSON and the HTML report are rendered at the end (and on Ctrl-C).
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
     /// Scenario TOML files or directories of them. [default: scenarios/]
@@ -96,35 +97,15 @@ fn scenario_files(args: &[PathBuf]) -> Vec<PathBuf> {
 }
 
 /// Loads every scenario and turn it can, reporting (not failing on) the ones it cannot.
-fn load_all(files: &[PathBuf], skipped: &mut Vec<String>) -> Vec<(Scenario, Vec<LoadedTurn>)> {
-    let mut out = Vec::new();
-    for f in files {
-        match Scenario::load(f) {
-            Ok(s) => {
-                let mut turns = Vec::new();
-                for spec in &s.turns {
-                    match LoadedTurn::load(&s, spec) {
-                        Ok(t) => {
-                            for w in &t.warnings {
-                                eprintln!("warning: {w}");
-                            }
-                            turns.push(t);
-                        }
-                        Err(e) => {
-                            eprintln!("error: {e} (skipped; the other turns still run)");
-                            skipped.push(e.to_string());
-                        }
-                    }
-                }
-                out.push((s, turns));
-            }
-            Err(e) => {
-                eprintln!("error: {e} (skipped; the other scenarios still run)");
-                skipped.push(e.to_string());
-            }
-        }
+fn load_all(files: &[PathBuf]) -> voxlat_pipeline::scenario::LoadReport {
+    let loaded = voxlat_pipeline::scenario::load_all(files);
+    for w in &loaded.warnings {
+        eprintln!("warning: {w}");
     }
-    out
+    for e in &loaded.skipped {
+        eprintln!("error: {e} (skipped; the other scenarios and turns still run)");
+    }
+    loaded
 }
 
 /// Why a replay ended before its plan did.
@@ -135,12 +116,18 @@ enum Stopped {
 
 pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     let files = scenario_files(&args.scenarios);
-    let mut skipped = Vec::new();
-    let scenarios = load_all(&files, &mut skipped);
+    let loaded = load_all(&files);
+    let skipped = loaded.skipped;
+    let scenarios = loaded.scenarios;
     let all_turns: Vec<LoadedTurn> = scenarios.iter().flat_map(|(_, t)| t.clone()).collect();
     anyhow::ensure!(
         !all_turns.is_empty(),
-        "no utterance could be loaded from {files:?}"
+        "no utterance could be loaded from {files:?}{}",
+        if skipped.is_empty() {
+            String::new()
+        } else {
+            format!(" ({} skipped, listed above)", skipped.len())
+        }
     );
     let endpointer = EndpointerConfig {
         hangover_ms: args.hangover,
@@ -298,8 +285,9 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     )?;
     print_report(&writer.results);
     println!(
-        "Results: {} (CSV {}, report {})",
+        "Results: {} (turns as JSON Lines {}, CSV {}, report {})",
         writer.json.display(),
+        writer.jsonl.display(),
         writer.csv.display(),
         html.display()
     );
@@ -550,6 +538,12 @@ pub fn print_report(r: &ReplayResults) {
         );
     }
     println!("{}", r.timing_note);
+    if !r.skipped.is_empty() {
+        println!("\nSkipped ({}), not measured:", r.skipped.len());
+        for s in &r.skipped {
+            println!("  {s}");
+        }
+    }
 }
 
 fn sweep(args: &ReplayArgs, turns: &[LoadedTurn], base: &EndpointerConfig) -> Result<ExitCode> {

@@ -2,20 +2,50 @@
 //! does not alias into the 16 kHz band the VAD and Whisper see).
 
 use rubato::{FftFixedIn, Resampler};
+use std::ops::RangeInclusive;
 
 const CHUNK: usize = 1024;
 
+/// The rates `resample` accepts, in Hz: telephony to the highest studio rate. The FFT
+/// resampler sizes its buffers from the rates (their ratio reduced by the GCD), so a rate
+/// from a corrupt header such as 4,294,967,291 Hz asks for gigabytes, 0 Hz divides by zero,
+/// and 1 Hz turns a few bytes into minutes of audio. Inside this range the buffers stay
+/// within a few megabytes and the output is at most 48 times the input.
+pub const RATE_RANGE: RangeInclusive<u32> = 8_000..=384_000;
+
+/// A rate outside [`RATE_RANGE`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{which} rate {value} Hz is outside the supported range {}–{} Hz", RATE_RANGE.start(), RATE_RANGE.end())]
+pub struct RateError {
+    /// `"input"` or `"output"`.
+    pub which: &'static str,
+    pub value: u32,
+}
+
+/// Checks a rate against [`RATE_RANGE`]; `which` names it in the error.
+pub fn check_rate(which: &'static str, value: u32) -> Result<u32, RateError> {
+    if RATE_RANGE.contains(&value) {
+        Ok(value)
+    } else {
+        Err(RateError { which, value })
+    }
+}
+
 /// Resamples mono `input` from `from` Hz to `to` Hz. The output has
 /// round(len × to / from) samples, aligned with the input (the resampler's delay removed).
-pub fn resample(input: &[f32], from: u32, to: u32) -> Vec<f32> {
+/// Both rates must lie in [`RATE_RANGE`], even when they are equal, so that a bad rate is
+/// caught wherever it enters rather than only when a conversion happens to be needed.
+pub fn resample(input: &[f32], from: u32, to: u32) -> Result<Vec<f32>, RateError> {
+    check_rate("input", from)?;
+    check_rate("output", to)?;
     if from == to || input.is_empty() {
-        return input.to_vec();
+        return Ok(input.to_vec());
     }
     let want =
         ((input.len() as u64 * u64::from(to) + u64::from(from) / 2) / u64::from(from)) as usize;
     let mut r = match FftFixedIn::<f32>::new(from as usize, to as usize, CHUNK, 2, 1) {
         Ok(r) => r,
-        Err(_) => return linear(input, from, to),
+        Err(_) => return Ok(linear(input, from, to)),
     };
     let delay = r.output_delay();
     let mut out: Vec<f32> = Vec::with_capacity(want + delay + CHUNK);
@@ -23,7 +53,7 @@ pub fn resample(input: &[f32], from: u32, to: u32) -> Vec<f32> {
     while pos + CHUNK <= input.len() {
         match r.process(&[&input[pos..pos + CHUNK]], None) {
             Ok(o) => out.extend_from_slice(&o[0]),
-            Err(_) => return linear(input, from, to),
+            Err(_) => return Ok(linear(input, from, to)),
         }
         pos += CHUNK;
     }
@@ -40,7 +70,7 @@ pub fn resample(input: &[f32], from: u32, to: u32) -> Vec<f32> {
     }
     let mut out: Vec<f32> = out.into_iter().skip(delay).take(want).collect();
     out.resize(want, 0.0);
-    out
+    Ok(out)
 }
 
 /// Streaming resampling of mono audio that arrives in pieces (a capture stream). Output
@@ -132,7 +162,7 @@ mod tests {
             (16000, 22050),
         ] {
             let x = sine(440.0, from, from as usize);
-            let y = resample(&x, from, to);
+            let y = resample(&x, from, to).unwrap();
             assert_eq!(y.len(), to as usize, "{from}->{to}");
             let reference = sine(440.0, to, to as usize);
             // Skip the edges, where the filter sees zero padding.
@@ -150,7 +180,7 @@ mod tests {
     #[test]
     fn content_above_the_new_nyquist_is_removed() {
         // 7 kHz at 48 kHz would alias to 7 kHz... but 10 kHz must vanish at 16 kHz.
-        let y = resample(&sine(10_000.0, 48000, 48000), 48000, 16000);
+        let y = resample(&sine(10_000.0, 48000, 48000), 48000, 16000).unwrap();
         let rms = (y[500..15500].iter().map(|v| v * v).sum::<f32>() / 15000.0).sqrt();
         assert!(rms < 0.01, "aliasing: rms {rms}");
     }
@@ -184,8 +214,28 @@ mod tests {
 
     #[test]
     fn short_and_empty_inputs() {
-        assert!(resample(&[], 8000, 16000).is_empty());
-        assert_eq!(resample(&[0.5; 10], 8000, 16000).len(), 20);
-        assert_eq!(resample(&[0.5; 10], 16000, 16000), vec![0.5; 10]);
+        assert!(resample(&[], 8000, 16000).unwrap().is_empty());
+        assert_eq!(resample(&[0.5; 10], 8000, 16000).unwrap().len(), 20);
+        assert_eq!(resample(&[0.5; 10], 16000, 16000).unwrap(), vec![0.5; 10]);
+    }
+
+    #[test]
+    fn rates_outside_the_range_are_refused_not_divided_by_or_allocated_for() {
+        // 0 Hz divided by zero and 4,294,967,291 Hz asked for 17 GB before the range check.
+        for bad in [0, 1, 7_999, 384_001, 4_294_967_291] {
+            assert_eq!(
+                resample(&[0.5; 10], bad, 16_000),
+                Err(RateError {
+                    which: "input",
+                    value: bad
+                })
+            );
+            let e = resample(&[0.5; 10], 16_000, bad).unwrap_err();
+            assert_eq!((e.which, e.value), ("output", bad));
+            assert!(e.to_string().contains("8000–384000 Hz"), "{e}");
+        }
+        // The edges are in range, and the output length follows the ratio.
+        assert_eq!(resample(&[0.5; 480], 384_000, 8_000).unwrap().len(), 10);
+        assert_eq!(resample(&[0.5; 10], 8_000, 384_000).unwrap().len(), 480);
     }
 }

@@ -457,7 +457,16 @@ fn speaker_thread(
                 SpeakerCmd::Audio { samples, rate } => {
                     if let Some(a) = active.as_mut().filter(|a| !a.stop) {
                         let t = std::time::Instant::now();
-                        let dev = voxlat_audio::resample::resample(&samples, rate, out.rate);
+                        // Both rates come from our own voice and device, never a file, so a
+                        // refusal is a bug to log, and the chunk is dropped rather than played
+                        // at the wrong speed.
+                        let dev = match voxlat_audio::resample::resample(&samples, rate, out.rate) {
+                            Ok(d) => d,
+                            Err(e) => {
+                                tracing::warn!(error = %e, "speaker: chunk dropped");
+                                continue;
+                            }
+                        };
                         tracing::debug!(
                             samples = samples.len(),
                             ms = t.elapsed().as_secs_f64() * 1e3,

@@ -118,6 +118,12 @@ impl Scenario {
     }
 }
 
+/// The longest audio a turn may have, in seconds: four times the endpointer's default
+/// 30 s utterance cap, room for leading and trailing silence. A longer WAV is not one turn
+/// (and would be replayed in real time for minutes), so it is refused, and skipped in a
+/// directory replay, rather than truncated where the speech might still be going on.
+pub const MAX_TURN_AUDIO_S: u32 = 120;
+
 /// A turn's audio, ready to replay: 16 kHz mono, with its speech end in samples.
 #[derive(Clone, Debug)]
 pub struct LoadedTurn {
@@ -138,8 +144,12 @@ impl LoadedTurn {
             turn: spec.id.clone(),
             detail,
         };
-        let decoded = voxlat_audio::wav::read_at(&path, voxlat_audio::PIPELINE_RATE)
-            .map_err(|e| turn_err(e.to_string()))?;
+        let decoded = voxlat_audio::wav::read_at_limited(
+            &path,
+            voxlat_audio::PIPELINE_RATE,
+            MAX_TURN_AUDIO_S,
+        )
+        .map_err(|e| turn_err(e.to_string()))?;
         let audio = decoded.audio;
         let (speech_end_sample, annotated) = match spec.speech_end_ms {
             Some(ms) => ((ms * f64::from(audio.rate) / 1000.0).round() as usize, true),
@@ -172,21 +182,89 @@ impl LoadedTurn {
     }
 }
 
-/// Energy-based speech bounds of a WAV, in ms, for writing into a scenario file.
-pub fn annotate(path: &Path) -> Result<(f64, f64), ScenarioError> {
-    let d = voxlat_audio::wav::read_at(path, voxlat_audio::PIPELINE_RATE).map_err(|e| {
-        ScenarioError::Read {
-            path: path.into(),
-            detail: e.to_string(),
+/// What [`load_all`] could and could not load.
+#[derive(Debug, Default)]
+pub struct LoadReport {
+    /// Every scenario file that parsed, with the turns whose audio loaded (possibly none).
+    pub scenarios: Vec<(Scenario, Vec<LoadedTurn>)>,
+    /// One line per scenario file or turn left out, with why (file, turn, field).
+    pub skipped: Vec<String>,
+    /// Problems that did not stop a turn loading (e.g. a truncated WAV).
+    pub warnings: Vec<String>,
+}
+
+impl LoadReport {
+    pub fn turns(&self) -> impl Iterator<Item = &LoadedTurn> {
+        self.scenarios.iter().flat_map(|(_, t)| t)
+    }
+}
+
+/// Loads every scenario file and turn it can. A file that does not parse, and a turn whose
+/// audio cannot be read, decoded, bounded or resampled, is listed in `skipped` and the rest
+/// still load: one bad file in a directory must not cost the whole run.
+pub fn load_all(files: &[PathBuf]) -> LoadReport {
+    let mut out = LoadReport::default();
+    for f in files {
+        match Scenario::load(f) {
+            Ok(s) => {
+                let mut turns = Vec::new();
+                for spec in &s.turns {
+                    match LoadedTurn::load(&s, spec) {
+                        Ok(t) => {
+                            out.warnings.extend(t.warnings.iter().cloned());
+                            turns.push(t);
+                        }
+                        Err(e) => out.skipped.push(e.to_string()),
+                    }
+                }
+                out.scenarios.push((s, turns));
+            }
+            Err(e) => out.skipped.push(e.to_string()),
         }
-    })?;
-    let (a, b) = voxlat_vad::annotate::energy_bounds(&d.audio.samples, d.audio.rate, 40.0)
-        .ok_or_else(|| ScenarioError::Read {
-            path: path.into(),
-            detail: "no speech found".into(),
+    }
+    out
+}
+
+/// Why [`annotate`] has no bounds to give.
+#[derive(Debug, thiserror::Error)]
+pub enum AnnotateError {
+    /// The WAV's own error already names the file.
+    #[error("cannot read WAV: {0}")]
+    Wav(#[from] voxlat_audio::wav::WavError),
+    #[error("{path}: no speech found ({reason})")]
+    NoSpeech {
+        path: PathBuf,
+        reason: voxlat_vad::annotate::NoSpeech,
+    },
+}
+
+/// Where speech is in a WAV, in ms, as values a scenario file accepts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Annotation {
+    pub start_ms: f64,
+    /// Whole milliseconds, rounded down: rounded up, the loader (which works at 16 kHz) could
+    /// find it past the last sample; and never 0, which the loader refuses.
+    pub end_ms: f64,
+}
+
+/// Speech bounds of a WAV (energy, with noise, dither and clicks refused as not speech), for
+/// writing into a scenario file.
+pub fn annotate(path: &Path) -> Result<Annotation, AnnotateError> {
+    let d =
+        voxlat_audio::wav::read_at_limited(path, voxlat_audio::PIPELINE_RATE, MAX_TURN_AUDIO_S)?;
+    let rate = f64::from(d.audio.rate);
+    let (a, b) =
+        voxlat_vad::annotate::speech_bounds(&d.audio.samples, d.audio.rate).map_err(|reason| {
+            AnnotateError::NoSpeech {
+                path: path.into(),
+                reason,
+            }
         })?;
-    let ms = |s: usize| (s as f64 * 1000.0 / f64::from(d.audio.rate)).round();
-    Ok((ms(a), ms(b)))
+    Ok(Annotation {
+        start_ms: (a as f64 * 1000.0 / rate).round(),
+        // speech_bounds spans at least MIN_SPEECH_MS, so this is at least that, never 0.
+        end_ms: (b as f64 * 1000.0 / rate).floor().max(1.0),
+    })
 }
 
 #[cfg(test)]
@@ -223,6 +301,197 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("conversaton"));
+    }
+
+    /// An 8-bit mono WAV header at `rate` over `data` (raw bytes), as a corrupt file has it
+    /// (8-bit mono, so that the header's byte rate equals the rate and stays consistent).
+    fn raw_wav(rate: u32, data: &[u8]) -> Vec<u8> {
+        let mut v = Vec::new();
+        v.extend_from_slice(b"RIFF");
+        v.extend_from_slice(&(36 + data.len() as u32).to_le_bytes());
+        v.extend_from_slice(b"WAVEfmt ");
+        v.extend_from_slice(&16u32.to_le_bytes());
+        v.extend_from_slice(&1u16.to_le_bytes());
+        v.extend_from_slice(&1u16.to_le_bytes());
+        v.extend_from_slice(&rate.to_le_bytes());
+        v.extend_from_slice(&rate.to_le_bytes());
+        v.extend_from_slice(&1u16.to_le_bytes());
+        v.extend_from_slice(&8u16.to_le_bytes());
+        v.extend_from_slice(b"data");
+        v.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        v.extend_from_slice(data);
+        v
+    }
+
+    fn speech_like(n: usize) -> Vec<f32> {
+        (0..n)
+            .map(|i| {
+                let env = if (4000..n - 4000).contains(&i) {
+                    0.4
+                } else {
+                    0.0
+                };
+                (i as f32 * 0.07).sin() * env
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_directory_with_broken_wavs_still_loads_every_other_turn() {
+        let d = tempfile::tempdir().unwrap();
+        voxlat_audio::wav::write(&d.path().join("good.wav"), &speech_like(16_000), 16_000).unwrap();
+        // 0 Hz panicked in the resampler; 4,294,967,291 Hz aborted on a 17 GB allocation.
+        std::fs::write(d.path().join("zero.wav"), raw_wav(0, &[1; 2000])).unwrap();
+        std::fs::write(
+            d.path().join("huge.wav"),
+            raw_wav(4_294_967_291, &[1; 2000]),
+        )
+        .unwrap();
+        std::fs::write(d.path().join("junk.wav"), b"not a wav").unwrap();
+        let turn = |id: &str, wav: &str| {
+            format!("[[turn]]\nid = \"{id}\"\nwav = \"{wav}\"\ntranscript = \"t\"\n")
+        };
+        let a = write(
+            d.path(),
+            "a.toml",
+            &format!(
+                "name = \"a\"\n{}{}",
+                turn("zero", "zero.wav"),
+                turn("good", "good.wav")
+            ),
+        );
+        let b = write(
+            d.path(),
+            "b.toml",
+            &format!("name = \"b\"\n{}", turn("huge", "huge.wav")),
+        );
+        let c = write(
+            d.path(),
+            "c.toml",
+            &format!(
+                "name = \"c\"\n{}{}",
+                turn("junk", "junk.wav"),
+                turn("good-again", "good.wav")
+            ),
+        );
+        let unparsable = write(d.path(), "d.toml", "name = ");
+        let r = load_all(&[a, b, c, unparsable]);
+        let ids: Vec<&str> = r.turns().map(|t| t.spec.id.as_str()).collect();
+        assert_eq!(ids, ["good", "good-again"]);
+        assert_eq!(r.scenarios.len(), 3, "b.toml parsed, with no loadable turn");
+        assert_eq!(r.skipped.len(), 4, "{:#?}", r.skipped);
+        assert!(
+            r.skipped[0].contains("a.toml")
+                && r.skipped[0].contains("`zero`")
+                && r.skipped[0].contains("zero.wav")
+                && r.skipped[0].contains("sample_rate = 0 Hz"),
+            "{}",
+            r.skipped[0]
+        );
+        assert!(
+            r.skipped[1].contains("b.toml") && r.skipped[1].contains("4294967291"),
+            "{}",
+            r.skipped[1]
+        );
+        assert!(r.skipped[2].contains("junk.wav"), "{}", r.skipped[2]);
+        assert!(r.skipped[3].contains("d.toml"), "{}", r.skipped[3]);
+    }
+
+    #[test]
+    fn audio_longer_than_a_turn_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        // One second past the cap, at the lowest rate to keep the file small (2 MB).
+        let n = (MAX_TURN_AUDIO_S as usize + 1) * 8_000;
+        voxlat_audio::wav::write(&d.path().join("long.wav"), &speech_like(n), 8_000).unwrap();
+        let p = write(
+            d.path(),
+            "s.toml",
+            "name = \"x\"\n[[turn]]\nid = \"long\"\nwav = \"long.wav\"\ntranscript = \"t\"\n",
+        );
+        let s = Scenario::load(&p).unwrap();
+        let e = LoadedTurn::load(&s, &s.turns[0]).unwrap_err().to_string();
+        assert!(
+            e.contains("long.wav") && e.contains(&format!("{MAX_TURN_AUDIO_S} s")),
+            "{e}"
+        );
+    }
+
+    /// Syllable-like sound: a 150 Hz buzz under a 4 Hz envelope, `n` samples at `rate`.
+    fn syllables(n: usize, rate: u32) -> Vec<f32> {
+        (0..n)
+            .map(|i| {
+                let t = i as f32 / rate as f32;
+                (2.0 * std::f32::consts::PI * 4.0 * t).sin().abs()
+                    * (2.0 * std::f32::consts::PI * 150.0 * t).sin()
+                    * 0.5
+            })
+            .collect()
+    }
+
+    #[test]
+    fn annotations_are_values_the_loader_accepts() {
+        let d = tempfile::tempdir().unwrap();
+        // Rates and lengths where whole milliseconds do not land on whole samples, and speech
+        // that runs to the very last sample (9/16 s ends on a syllable's peak).
+        for (rate, silence, speech) in [
+            (16_000u32, 3_000usize, 9_001usize),
+            (44_100, 0, 24_807),
+            (22_050, 1_000, 12_404),
+            (8_000, 801, 4_501),
+        ] {
+            let mut x = vec![0.0f32; silence];
+            x.extend(syllables(speech, rate));
+            let wav = d.path().join(format!("s{rate}.wav"));
+            voxlat_audio::wav::write(&wav, &x, rate).unwrap();
+            let a = annotate(&wav).unwrap();
+            assert!(a.end_ms > 0.0 && a.start_ms < a.end_ms, "{rate}: {a:?}");
+            let toml = format!(
+                "name = \"x\"\n[[turn]]\nid = \"a\"\nwav = \"s{rate}.wav\"\ntranscript = \"t\"\nspeech_end_ms = {}\n",
+                a.end_ms
+            );
+            let p = write(d.path(), &format!("s{rate}.toml"), &toml);
+            let s = Scenario::load(&p).unwrap();
+            let t = LoadedTurn::load(&s, &s.turns[0]).unwrap_or_else(|e| panic!("{rate}: {e}"));
+            assert!(t.speech_end_sample <= t.audio.samples.len());
+        }
+    }
+
+    #[test]
+    fn annotate_refuses_noise_and_names_the_wav_once() {
+        let d = tempfile::tempdir().unwrap();
+        let mut s = 1u32;
+        let noise: Vec<f32> = (0..32_000)
+            .map(|_| {
+                s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (s >> 8) as f32 / (1u32 << 24) as f32 - 0.5
+            })
+            .collect();
+        let wav = d.path().join("noise.wav");
+        voxlat_audio::wav::write(&wav, &noise, 16_000).unwrap();
+        let e = annotate(&wav).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                AnnotateError::NoSpeech {
+                    reason: voxlat_vad::annotate::NoSpeech::Steady { .. },
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        // A one-sample file gave speech_end_ms = 0, which the loader refuses.
+        let one = d.path().join("one.wav");
+        voxlat_audio::wav::write(&one, &[0.5], 16_000).unwrap();
+        assert!(matches!(
+            annotate(&one),
+            Err(AnnotateError::NoSpeech { .. })
+        ));
+        let junk = d.path().join("junk.wav");
+        std::fs::write(&junk, b"RIFF nonsense").unwrap();
+        let msg = annotate(&junk).unwrap_err().to_string();
+        assert!(msg.starts_with("cannot read WAV: "), "{msg}");
+        assert!(!msg.contains("scenario"), "{msg}");
+        assert_eq!(msg.matches("junk.wav").count(), 1, "{msg}");
     }
 
     #[test]
