@@ -164,7 +164,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     let whisper = store.ready_path("whisper-tiny.en", "ggml-tiny.en.bin")?;
     let voice = store.ready_path("piper-en_US-joe-medium", "en_US-joe-medium.onnx")?;
     let runtime = store.ready_path("onnxruntime", "libonnxruntime.so.1.32.0")?;
-    let cfg = PipelineConfig {
+    let mut cfg = PipelineConfig {
         endpointer,
         speculative_asr: args.provisional > 0,
         fast: args.fast,
@@ -178,11 +178,13 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     }
 
     let (endpoint, _server) = connect_llm(args.llm_url.as_deref(), &args.output_dir, &budget)?;
+    let llm_model = fit_prompt(&mut cfg, &store, _server.is_some())?;
     let stages = serde_json::json!({
         "asr": whisper.display().to_string(),
         "tts": voice.display().to_string(),
         "onnxruntime": runtime.display().to_string(),
         "llm": endpoint.base_url.value,
+        "llm_model": llm_model,
     });
     let mut results = ReplayResults::new(cfg.clone(), budget, stages);
     results.scenarios = scenarios
@@ -336,6 +338,28 @@ pub(crate) fn connect_llm(
     })
 }
 
+/// Fits the prompt to the model being served: a base model keeps the example exchanges, an
+/// instruction-tuned one gets its chat template (applied by the server) and the system prompt
+/// alone. The embedded server serves the manifest's selected LLM, so its `tuning` decides;
+/// an external server (`--llm-url`) is taken to serve a chat model. Returns the model's
+/// manifest name when known.
+pub(crate) fn fit_prompt(
+    cfg: &mut PipelineConfig,
+    store: &voxlat_models::Store,
+    embedded: bool,
+) -> Result<Option<String>> {
+    let (tuning, name) = if embedded {
+        let model = voxlat_models::selected_llm(store.manifest())?;
+        (model.tuning, Some(model.name.clone()))
+    } else {
+        (Some(voxlat_models::Tuning::Instruct), None)
+    };
+    if tuning == Some(voxlat_models::Tuning::Instruct) {
+        cfg.examples.clear();
+    }
+    Ok(name)
+}
+
 /// Whisper and Piper on their worker threads, and the LLM client.
 pub(crate) fn load_stages(
     budget: &ThreadBudget,
@@ -409,6 +433,7 @@ pub fn print_report(r: &ReplayResults) {
         "transcript",
         "WER",
         "reply starts",
+        "checks",
         "endpt",
         "asr",
         "ttft",
@@ -433,6 +458,13 @@ pub fn print_report(r: &ReplayResults) {
                 .chars()
                 .take(28)
                 .collect(),
+            rec.quality
+                .as_ref()
+                .map(|q| match q.failures() {
+                    f if f.is_empty() => "ok".to_string(),
+                    f => f.join(","),
+                })
+                .unwrap_or_else(|| "-".into()),
         ];
         match &rec.breakdown {
             Some(b) => {
@@ -478,6 +510,25 @@ pub fn print_report(r: &ReplayResults) {
         a.underruns,
         a.wer_mean.map(|w| format!("{:.1}%", w * 100.0)).unwrap_or_else(|| "-".into())
     );
+    let q = &a.quality;
+    if q.replies > 0 {
+        use voxlat_pipeline::quality::QualityCounts as Q;
+        println!(
+            "Reply quality ({} spoken replies; checks in crates/voxlat-pipeline/src/quality.rs): not an echo {}, clean end {}, no foreign-script token {}, length {}, keywords {}; echo+end+foreign together {}. Stray tails withheld from TTS: {}.",
+            q.replies,
+            Q::pct(q.not_echo, q.replies),
+            Q::pct(q.clean_end, q.replies),
+            Q::pct(q.no_foreign, q.replies),
+            Q::pct(q.length_ok, q.replies),
+            if q.keywords_checked == 0 {
+                "-".to_string()
+            } else {
+                format!("{}/{}", q.keywords_ok, q.keywords_checked)
+            },
+            Q::pct(q.core_pass, q.replies),
+            q.tails_dropped
+        );
+    }
     if let Some(c) = &a.asr_compute {
         println!(
             "Whisper: {} of {} decodes ran away and were decoded again; compute P50 {:.0} ms, P95 {:.0} ms, worst {:.0} ms.",

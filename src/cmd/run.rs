@@ -2,7 +2,7 @@
 //! speaker, one line per turn with the breakdown of where the delay went, barge-in, and the
 //! session's results in replay's schema.
 
-use super::replay::{connect_llm, load_stages, print_report, telemetry_outcome};
+use super::replay::{connect_llm, fit_prompt, load_stages, print_report, telemetry_outcome};
 use anyhow::{Context, Result};
 use clap::Args;
 use serde::Deserialize;
@@ -200,7 +200,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     let runtime = store.ready_path("onnxruntime", "libonnxruntime.so.1.32.0")?;
     let defaults = PipelineConfig::default();
-    let cfg = PipelineConfig {
+    let mut cfg = PipelineConfig {
         endpointer: endpointer.clone(),
         speculative_asr: endpointer.provisional_ms > 0,
         fast: false,
@@ -221,6 +221,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         voxlat_core::fsio::ensure_writable_dir(d)?;
     }
     let (endpoint, _server) = connect_llm(args.llm_url.as_deref(), &args.output_dir, &budget)?;
+    fit_prompt(&mut cfg, &store, _server.is_some())?;
     let llm_url = endpoint.base_url.value.clone();
     let (asr, tts, client) = load_stages(
         &budget,
