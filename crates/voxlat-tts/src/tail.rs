@@ -11,7 +11,10 @@
 //! - a tail of two or more words from a model that stopped by itself is kept: an unpunctuated
 //!   last sentence ("Sure. Timer set for ten minutes") is a real reply, not noise;
 //! - a reply with no complete sentence before the tail is spoken whole: cutting it would
-//!   leave silence, and a fragment is still better than no answer.
+//!   leave silence, and a fragment is still better than no answer;
+//! - in every case, trailing words with letters of a script foreign to the conversation
+//!   (`language`: the user's words and the system prompt) are withheld, as long as a word is
+//!   left to speak ("Hello 되었다" → "Hello").
 //!
 //! A glued tail ("number.łę", no space after the period) is split off only when it has
 //! foreign letters, so "example.com" and "3.14" stay whole. Abbreviations ("Dr. Smith") and
@@ -91,8 +94,46 @@ fn last_inner_end(t: &str) -> Option<(usize, bool)> {
 }
 
 /// Decides what of `chunk`, the last piece of a reply, is spoken. `before` is the reply text
-/// already handed to TTS; `truncated` says the stream ended at the token cap.
-pub fn split_tail(before: &str, chunk: &str, truncated: bool) -> Tail {
+/// already handed to TTS; `language` is text in the conversation's language (its scripts are
+/// the allowed ones; may be empty); `truncated` says the stream ended at the token cap.
+pub fn split_tail(before: &str, language: &str, chunk: &str, truncated: bool) -> Tail {
+    let mut tail = sentence_tail(before, chunk, truncated);
+    strip_foreign_words(&format!("{language} {before}"), &mut tail);
+    tail
+}
+
+/// Moves trailing words with letters foreign to `context` (or, with no letters there, to the
+/// kept text's first word) from `keep` to `dropped`, leaving at least one word.
+fn strip_foreign_words(context: &str, tail: &mut Tail) {
+    let mut allowed = script::scripts_in(context);
+    if allowed.is_empty() {
+        let first = tail
+            .keep
+            .split_whitespace()
+            .find(|w| !script::scripts_in(w).is_empty());
+        allowed = first.map(script::scripts_in).unwrap_or_default();
+    }
+    if allowed.is_empty() {
+        return;
+    }
+    let words: Vec<&str> = tail.keep.split_whitespace().collect();
+    let mut n = words.len();
+    while n > 1 && !script::foreign_letters(words[n - 1], &allowed).is_empty() {
+        n -= 1;
+    }
+    if n == words.len() {
+        return;
+    }
+    let mut dropped = words[n..].join(" ");
+    if let Some(d) = tail.dropped.take() {
+        dropped.push(' ');
+        dropped.push_str(&d);
+    }
+    tail.keep = words[..n].join(" ");
+    tail.dropped = Some(dropped);
+}
+
+fn sentence_tail(before: &str, chunk: &str, truncated: bool) -> Tail {
     let t = chunk.trim();
     let keep_all = || Tail {
         keep: t.to_string(),
@@ -134,6 +175,8 @@ pub fn split_tail(before: &str, chunk: &str, truncated: bool) -> Tail {
 #[derive(Debug)]
 pub struct CleanEndChunker {
     chunker: Chunker,
+    /// Text in the conversation's language (see [`split_tail`]).
+    language: String,
     /// Everything handed out so far, for the tail rule's context.
     spoken: String,
 }
@@ -149,8 +192,15 @@ impl CleanEndChunker {
     pub fn new(config: ChunkerConfig) -> Self {
         CleanEndChunker {
             chunker: Chunker::new(config),
+            language: String::new(),
             spoken: String::new(),
         }
+    }
+
+    /// Sets the conversation's language by example: the user's words and the system prompt.
+    pub fn with_language_of(mut self, text: &str) -> Self {
+        self.language = text.to_string();
+        self
     }
 
     pub fn push(&mut self, delta: &str) -> Vec<String> {
@@ -166,7 +216,7 @@ impl CleanEndChunker {
             return Finished::default();
         };
         self.note(&chunks);
-        let tail = split_tail(&self.spoken, &last, truncated);
+        let tail = split_tail(&self.spoken, &self.language, &last, truncated);
         if !tail.keep.is_empty() {
             chunks.push(tail.keep);
             self.note(&chunks[chunks.len() - 1..]);
@@ -192,7 +242,7 @@ mod tests {
     use super::*;
 
     fn tail(before: &str, chunk: &str, truncated: bool) -> (String, Option<String>) {
-        let t = split_tail(before, chunk, truncated);
+        let t = split_tail(before, "", chunk, truncated);
         (t.keep, t.dropped)
     }
 
@@ -264,6 +314,28 @@ mod tests {
             tail("Paris is known for its weather,", "and it rains", true),
             ("and it rains".into(), None)
         );
+    }
+
+    #[test]
+    fn trailing_foreign_script_words_go_even_without_a_sentence_end() {
+        assert_eq!(
+            tail("", "Hello 되었다", false),
+            ("Hello".into(), Some("되었다".into()))
+        );
+        let mut c = CleanEndChunker::new(ChunkerConfig::default()).with_language_of("Hello");
+        c.push("Hello");
+        c.push(" 되었다");
+        let f = c.finish(false);
+        assert_eq!(
+            (f.chunks, f.dropped.as_deref()),
+            (vec!["Hello".to_string()], Some("되었다"))
+        );
+        // A reply that is nothing but a foreign word is still spoken: never silence.
+        let t = split_tail("", "You are an assistant.", "אות", false);
+        assert_eq!((t.keep.as_str(), t.dropped), ("אות", None));
+        // A Korean conversation keeps its Korean.
+        let t = split_tail("", "안녕하세요", "네 안녕하세요", false);
+        assert_eq!(t.dropped, None);
     }
 
     #[test]
