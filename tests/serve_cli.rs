@@ -1,5 +1,5 @@
 //! `voxlat serve` and the embedded server's lifecycle under `voxlat bench-llm`, with the real
-//! model (`voxlat models fetch gemma-3-270m`). The server binary must be built beside voxlat:
+//! model (`voxlat models fetch smollm2-135m-instruct`). The server binary must be built beside voxlat:
 //! `cargo build --workspace` (scripts/test.sh does).
 
 mod common;
@@ -28,7 +28,7 @@ fn text(o: &Output) -> String {
 }
 
 fn model_hint(all: &str) -> String {
-    format!("{all}\n(if the model is missing: run `voxlat models fetch gemma-3-270m`)")
+    format!("{all}\n(if the model is missing: run `voxlat models fetch smollm2-135m-instruct`)")
 }
 
 fn http_get(addr: &str, path: &str) -> String {
@@ -111,7 +111,7 @@ fn serve_runs_the_server_in_place_and_sigterm_stops_it() {
         .to_string();
     let models = http_get(&addr, "/v1/models");
     assert!(
-        models.starts_with("HTTP/1.1 200") && models.contains("gemma-3-270m"),
+        models.starts_with("HTTP/1.1 200") && models.contains("smollm2-135m-instruct"),
         "{models}"
     );
     assert!(http_get(&addr, "/health").contains("\"status\":\"ok\""));

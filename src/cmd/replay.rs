@@ -172,15 +172,17 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         &budget,
     )?;
     let (endpoint, _server) = (llm.endpoint, llm.server);
-    let cfg = PipelineConfig {
+    let mut cfg = PipelineConfig {
         model: llm.model,
         ..cfg
     };
+    let llm_model = fit_prompt(&mut cfg, &store, _server.is_some(), args.model.as_deref())?;
     let stages = serde_json::json!({
         "asr": whisper.display().to_string(),
         "tts": voice.display().to_string(),
         "onnxruntime": runtime.display().to_string(),
         "llm": endpoint.base_url.value,
+        "llm_model": llm_model,
     });
     let mut results = ReplayResults::new(cfg.clone(), budget, stages);
     results.scenarios = scenarios
@@ -368,7 +370,9 @@ fn first_listed_model(endpoint: &voxlat_llm::config::Endpoint) -> Result<String>
         .build()
         .context("cannot start the async runtime")?;
     let listed = rt.block_on(client.list_models()).map_err(|e| {
-        anyhow::anyhow!("no model given (--model or VOXLAT_MODEL), and asking the server failed: {e}")
+        anyhow::anyhow!(
+            "no model given (--model or VOXLAT_MODEL), and asking the server failed: {e}"
+        )
     })?;
     let first = listed.first().cloned().with_context(|| {
         format!(
@@ -381,6 +385,38 @@ fn first_listed_model(endpoint: &voxlat_llm::config::Endpoint) -> Result<String>
         listed.len()
     );
     Ok(first)
+}
+
+/// Fits the prompt to the model being served: a base model keeps the example exchanges, an
+/// instruction-tuned one gets its chat template (applied by the server) and the system prompt
+/// alone. The embedded server serves the manifest's selected LLM, so its `tuning` decides;
+/// an external server (`--llm-url`) is taken to serve a chat model. Returns the model's
+/// manifest name when known.
+pub(crate) fn fit_prompt(
+    cfg: &mut PipelineConfig,
+    store: &voxlat_models::Store,
+    embedded: bool,
+    model_flag: Option<&str>,
+) -> Result<Option<String>> {
+    let (tuning, name) = if embedded {
+        // `--model` may be a GGUF path rather than a manifest name: then nothing is known of
+        // its tuning and the prompt stays as for a base model (examples help those most).
+        let named = match model_flag {
+            Some(m) if store.manifest().require(m).is_err() => None,
+            Some(m) => Some(store.manifest().require(m)?),
+            None => Some(voxlat_models::selected_llm(store.manifest())?),
+        };
+        match named {
+            Some(model) => (model.tuning, Some(model.name.clone())),
+            None => (None, model_flag.map(str::to_string)),
+        }
+    } else {
+        (Some(voxlat_models::Tuning::Instruct), None)
+    };
+    if tuning == Some(voxlat_models::Tuning::Instruct) {
+        cfg.examples.clear();
+    }
+    Ok(name)
 }
 
 /// Whisper and Piper on their worker threads, and the LLM client.
@@ -456,6 +492,7 @@ pub fn print_report(r: &ReplayResults) {
         "transcript",
         "WER",
         "reply starts",
+        "checks",
         "endpt",
         "asr",
         "ttft",
@@ -480,6 +517,13 @@ pub fn print_report(r: &ReplayResults) {
                 .chars()
                 .take(28)
                 .collect(),
+            rec.quality
+                .as_ref()
+                .map(|q| match q.failures() {
+                    f if f.is_empty() => "ok".to_string(),
+                    f => f.join(","),
+                })
+                .unwrap_or_else(|| "-".into()),
         ];
         match &rec.breakdown {
             Some(b) => {
@@ -529,6 +573,25 @@ pub fn print_report(r: &ReplayResults) {
         println!(
             "Endpointer speech end vs the annotation ({} turns): |error| P50 {:.0} ms, P95 {:.0} ms, worst {:.0} ms.",
             e.n, e.p50, e.p95, e.max
+        );
+    }
+    let q = &a.quality;
+    if q.replies > 0 {
+        use voxlat_pipeline::quality::QualityCounts as Q;
+        println!(
+            "Reply quality ({} spoken replies; checks in crates/voxlat-pipeline/src/quality.rs): not an echo {}, clean end {}, no foreign-script token {}, length {}, keywords {}; echo+end+foreign together {}. Stray tails withheld from TTS: {}.",
+            q.replies,
+            Q::pct(q.not_echo, q.replies),
+            Q::pct(q.clean_end, q.replies),
+            Q::pct(q.no_foreign, q.replies),
+            Q::pct(q.length_ok, q.replies),
+            if q.keywords_checked == 0 {
+                "-".to_string()
+            } else {
+                format!("{}/{}", q.keywords_ok, q.keywords_checked)
+            },
+            Q::pct(q.core_pass, q.replies),
+            q.tails_dropped
         );
     }
     if let Some(c) = &a.asr_compute {

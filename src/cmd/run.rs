@@ -2,7 +2,7 @@
 //! speaker, one line per turn with the breakdown of where the delay went, barge-in, and the
 //! session's results in replay's schema.
 
-use super::replay::{connect_llm, load_stages, print_report, telemetry_outcome};
+use super::replay::{connect_llm, fit_prompt, load_stages, print_report, telemetry_outcome};
 use anyhow::{Context, Result};
 use clap::Args;
 use serde::Deserialize;
@@ -230,10 +230,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         &budget,
     )?;
     let (endpoint, _server) = (llm.endpoint, llm.server);
-    let cfg = PipelineConfig {
+    let mut cfg = PipelineConfig {
         model: llm.model,
         ..cfg
     };
+    fit_prompt(&mut cfg, &store, _server.is_some(), args.model.as_deref())?;
     let llm_url = endpoint.base_url.value.clone();
     let (asr, tts, client) = load_stages(
         &budget,

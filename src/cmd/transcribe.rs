@@ -74,7 +74,11 @@ pub fn run(args: TranscribeArgs) -> Result<ExitCode> {
                             "\n  first decode ran away ({}); {} more decode(s), {}, {:.0} ms",
                             f.reason,
                             f.retries,
-                            if f.recovered { "recovered" } else { "cut at the loop" },
+                            if f.recovered {
+                                "recovered"
+                            } else {
+                                "cut at the loop"
+                            },
                             t.fallback_compute().as_secs_f64() * 1e3
                         )
                     })

@@ -210,8 +210,7 @@ impl WhisperEngine {
         let mut compute = first.compute;
         let mut fallback = None;
         let mut kept = first;
-        if let Some(failure) = crate::guard::check(&kept.text, kept.tokens, cap as usize, seconds)
-        {
+        if let Some(failure) = crate::guard::check(&kept.text, kept.tokens, cap as usize, seconds) {
             let first_compute = kept.compute;
             let mut retries = 0;
             let mut recovered = false;
@@ -224,8 +223,7 @@ impl WhisperEngine {
                 retries += 1;
                 compute += retry.compute;
                 let passed =
-                    crate::guard::check(&retry.text, retry.tokens, cap as usize, seconds)
-                        .is_none();
+                    crate::guard::check(&retry.text, retry.tokens, cap as usize, seconds).is_none();
                 // A failed retry still replaces a longer failed decode: shorter is less wrong.
                 if passed || retry.text.len() < kept.text.len() {
                     kept = retry;

@@ -35,7 +35,9 @@ const LOOP_REPEATS: usize = 4;
 
 /// The most text tokens a decode of `seconds` of audio may produce, never above `max`.
 pub fn token_cap(seconds: f64, max: i32) -> i32 {
-    let by_duration = (seconds.max(0.0) * TOKENS_PER_SECOND).ceil().min(max as f64) as i32;
+    let by_duration = (seconds.max(0.0) * TOKENS_PER_SECOND)
+        .ceil()
+        .min(max as f64) as i32;
     (by_duration + MIN_TOKENS).min(max)
 }
 
@@ -65,7 +67,10 @@ impl std::fmt::Display for DecodeFailure {
                 write!(f, "{phrase:?} repeated {times} times")
             }
             DecodeFailure::Compressible { ratio } => {
-                write!(f, "compression ratio {ratio:.1} (above {MAX_COMPRESSION_RATIO})")
+                write!(
+                    f,
+                    "compression ratio {ratio:.1} (above {MAX_COMPRESSION_RATIO})"
+                )
             }
         }
     }
@@ -200,7 +205,8 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let queen = "4. Queen of Cloves. 4. Queen of Cloves. 4. Queen of Cloves. 4. Queen of Cloves.";
+        let queen =
+            "4. Queen of Cloves. 4. Queen of Cloves. 4. Queen of Cloves. 4. Queen of Cloves.";
         assert!(check(queen, 30, 60, 6.0).is_some());
     }
 
@@ -234,7 +240,8 @@ mod tests {
 
     #[test]
     fn compression_ratio_separates_loops_from_sentences() {
-        let sentence = "How far is the moon from the earth, and how long would it take to fly there?";
+        let sentence =
+            "How far is the moon from the earth, and how long would it take to fly there?";
         assert!(compression_ratio(sentence) < 1.5);
         let looped = "the pound key ".repeat(12);
         assert!(compression_ratio(&looped) > MAX_COMPRESSION_RATIO);

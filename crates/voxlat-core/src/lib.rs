@@ -7,6 +7,7 @@ pub mod event;
 pub mod fsio;
 pub mod report;
 pub mod request_id;
+pub mod script;
 pub mod segments;
 pub mod stats;
 pub mod text;

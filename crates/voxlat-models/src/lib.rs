@@ -25,7 +25,7 @@ pub use error::{Attempt, ModelsError, SourceError, Unavailable};
 pub use fetch::{Outcome, CT2_WHISPER_GGML};
 pub use hash::sha256_file;
 pub use http::HttpOptions;
-pub use manifest::{Manifest, Model, Role};
+pub use manifest::{Manifest, Model, Role, Tuning};
 pub use registry::Tools;
 pub use report::{Event, Quiet, Reporter};
 pub use store::{default_dir, Check, ConvertFn, FileState, FileStatus, Store, DIR_ENV};

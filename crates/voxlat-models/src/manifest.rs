@@ -59,10 +59,24 @@ pub struct Model {
     /// Optional models are not part of `fetch --all` (e.g. upstream-only alternatives).
     #[serde(default)]
     pub optional: bool,
+    /// LLMs only: `base` or `instruct`, which decides the prompt the pipeline sends (see
+    /// [`Tuning`]). Absent means base, the cautious choice.
+    #[serde(default)]
+    pub tuning: Option<Tuning>,
     #[serde(rename = "file")]
     pub files: Vec<FileSpec>,
     #[serde(rename = "source")]
     pub sources: Vec<Source>,
+}
+
+/// How an LLM was trained. A base model answers only when shown example exchanges (given a
+/// system prompt alone it echoes it); an instruction-tuned one follows its chat template and
+/// system prompt, and copies examples into its answers ("7 of clubs" → "A spider has 7 legs").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Tuning {
+    Base,
+    Instruct,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -240,6 +254,9 @@ impl Model {
         }
         if self.files.is_empty() {
             return Err("has no [[model.file]]".into());
+        }
+        if self.tuning.is_some() && self.role != Role::Llm {
+            return Err("`tuning` applies to LLMs only".into());
         }
         for f in &self.files {
             if f.name.is_empty() || f.name.contains(['/', '\\']) || f.name.starts_with('.') {

@@ -545,6 +545,7 @@ fn builtin_manifest_has_upstream_then_registry_sources_for_every_default_model()
         "piper-en_US-joe-medium",
         "onnxruntime",
         "gemma-3-270m",
+        "smollm2-135m-instruct",
         "silero-vad",
         "jfk-sample",
     ] {
@@ -578,7 +579,10 @@ fn builtin_manifest_has_upstream_then_registry_sources_for_every_default_model()
         .sources
         .iter()
         .any(|s| s.convert.as_deref() == Some(voxlat_models::CT2_WHISPER_GGML)));
-    assert_eq!(m.selected("llm", None).unwrap().name, "gemma-3-270m");
+    assert_eq!(
+        m.selected("llm", None).unwrap().name,
+        "smollm2-135m-instruct"
+    );
     assert_eq!(
         m.selected("llm", Some("gemma-3-270m-it")).unwrap().name,
         "gemma-3-270m-it"

@@ -5,6 +5,7 @@
 //! breakdowns are computed afterwards by voxlat-core from those events.
 
 pub mod live;
+pub mod quality;
 pub mod record;
 pub mod results;
 pub mod scenario;

@@ -1,6 +1,7 @@
 //! What one replayed turn produced, and the aggregates over many. Every figure here is
 //! derived from stamped events by voxlat-core; nothing is timed directly.
 
+use crate::quality::{QualityCounts, ReplyQuality};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use voxlat_core::segments::{Breakdown, VOICE_TO_VOICE};
@@ -103,6 +104,13 @@ pub struct TurnRecord {
     pub reply_text: String,
     pub reply_audio_s: f64,
     pub missing_keywords: Vec<String>,
+    /// The reply-quality checks on what was spoken ([`crate::quality`]); none before they
+    /// existed, or when nothing was spoken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<ReplyQuality>,
+    /// A trailing fragment or stray token the LLM wrote but TTS was not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped_tail: Option<String>,
     pub chunks: Vec<ChunkRecord>,
     /// Gaps in playout between chunks (the stutter a listener hears).
     pub underruns: u32,
@@ -146,6 +154,8 @@ impl TurnRecord {
             reply_text: String::new(),
             reply_audio_s: 0.0,
             missing_keywords: Vec::new(),
+            quality: None,
+            dropped_tail: None,
             chunks: Vec::new(),
             underruns: 0,
             underrun_ms: 0.0,
@@ -235,6 +245,9 @@ pub struct Aggregate {
     pub underruns: u32,
     /// Every breakdown's segments summed exactly to its total (integer ns).
     pub sums_exact: bool,
+    /// Reply-quality pass counts over the spoken replies (absent in older results).
+    #[serde(default)]
+    pub quality: QualityCounts,
 }
 
 impl Aggregate {
@@ -311,6 +324,12 @@ impl Aggregate {
             asr_compute: Summary::from_samples(&asr_compute, 0),
             speech_end_error: Summary::from_samples(&end_errors, 0),
             underruns: measured.iter().map(|t| t.underruns).sum(),
+            quality: QualityCounts::from_turns(
+                measured
+                    .iter()
+                    .copied()
+                    .filter(|t| t.outcome == TurnOutcome::Ok),
+            ),
             sums_exact: broken
                 .iter()
                 .all(|b| b.segments.iter().map(|s| s.ns).sum::<i64>() == b.total_ns),

@@ -16,8 +16,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch};
 use voxlat_core::{clock, EventKind, Nanos, RequestId, Timeline};
 use voxlat_llm::{ChatRequest, LlmClient, Message};
-use voxlat_tts::chunker::{Chunker, ChunkerConfig};
+use voxlat_tts::chunker::ChunkerConfig;
 use voxlat_tts::stream::ChunkAudio;
+use voxlat_tts::tail::CleanEndChunker;
 use voxlat_vad::{Endpointer, EndpointerConfig, VadEvent, WebRtcDetector};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -34,9 +35,11 @@ pub struct PipelineConfig {
     pub temperature: Option<f32>,
     pub stop: Vec<String>,
     pub system_prompt: String,
-    /// Example exchanges put right after the system prompt. A base model (the bundled Gemma
-    /// 270M has no chat tuning) otherwise echoes the prompt instead of answering; they also
-    /// make the stable prefix longer, which is what a prefix cache reuses.
+    /// Example exchanges put right after the system prompt. A base model (Gemma 270M has no
+    /// chat tuning) otherwise echoes the prompt instead of answering; they also make the
+    /// stable prefix longer, which is what a prefix cache reuses. An instruction-tuned model
+    /// must get none: it copies them into its answers. The caller, which knows the model
+    /// (the manifest's `tuning`), clears them; this crate does not depend on the manifest.
     pub examples: Vec<(String, String)>,
     /// Conversation history kept per session (messages, system prompt excluded).
     pub history_cap: usize,
@@ -344,9 +347,14 @@ impl Pipeline {
             out: audio_tx,
             cancel: tts_cancel.clone(),
         });
-        let mut chunker = Chunker::new(ChunkerConfig::default());
+        // The clean-end chunker withholds a trailing fragment or stray token once the stream
+        // is done (voxlat_tts::tail), so Piper never speaks it.
+        let mut chunker = CleanEndChunker::new(ChunkerConfig::default())
+            .with_language_of(&format!("{system_prompt} {}", transcript.text));
         let tts = &self.tts;
-        let hand_over = |chunk: String| {
+        let mut spoken: Vec<String> = Vec::new();
+        let mut hand_over = |chunk: String| {
+            spoken.push(chunk.clone());
             let submitted = clock::now();
             tl.mark_at(EventKind::FirstChunk, submitted);
             tts.send(TtsMsg::Chunk {
@@ -371,9 +379,12 @@ impl Pipeline {
         let aborted = llm_result.is_none();
         let err = match llm_result {
             Some((outcome, err)) => {
-                for c in chunker.finish() {
+                let capped = outcome.finish_reason.as_deref() == Some("length");
+                let end = chunker.finish(capped);
+                for c in end.chunks {
                     hand_over(c);
                 }
+                rec.dropped_tail = end.dropped;
                 rec.reply_text = outcome.text.clone();
                 rec.llm = Some(outcome);
                 err
@@ -470,8 +481,18 @@ impl Pipeline {
                 rec.reply_text
             ));
         }
+        let spoken = spoken.join(" ");
+        rec.quality = Some(crate::quality::check(
+            &spoken,
+            &transcript.text,
+            system_prompt,
+            heard.expect_keywords,
+            &crate::quality::Bounds::default(),
+        ));
         history.push(Message::new("user", transcript.text));
-        history.push(Message::new("assistant", rec.reply_text.clone()));
+        // What the user heard, without a withheld stray token: the model should not see its
+        // own noise as part of the conversation.
+        history.push(Message::new("assistant", spoken));
         let cap = self.cfg.history_cap;
         if history.len() > cap {
             history.drain(..history.len() - cap);

@@ -25,6 +25,9 @@ impl Drop for Server {
 fn start(args: &[&str]) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_voxlat-server"))
         .args(["--port", "0", "--threads", "2"])
+        // Pinned, not the manifest default: these tests exercise Gemma 3's fallback template
+        // and sliding-window cache.
+        .args(["--model", "gemma-3-270m"])
         .args(args)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())

@@ -55,9 +55,9 @@ pub struct Chunker {
 }
 
 /// Closing characters that belong to the sentence before them.
-const CLOSERS: &[char] = &['"', '\'', ')', ']', '}', '”', '’', '»', '」', '』', '）'];
-const SENTENCE_ENDS: &[char] = &['.', '!', '?'];
-const WIDE_SENTENCE_ENDS: &[char] = &['。', '！', '？'];
+pub(crate) const CLOSERS: &[char] = &['"', '\'', ')', ']', '}', '”', '’', '»', '」', '』', '）'];
+pub(crate) const SENTENCE_ENDS: &[char] = &['.', '!', '?'];
+pub(crate) const WIDE_SENTENCE_ENDS: &[char] = &['。', '！', '？'];
 const CLAUSE_ENDS: &[char] = &[',', ';', ':'];
 const WIDE_CLAUSE_ENDS: &[char] = &['，', '；', '：', '、'];
 

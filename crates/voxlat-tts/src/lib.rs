@@ -29,6 +29,7 @@ pub mod phoneme_ids;
 pub mod piper;
 pub mod runtime;
 pub mod stream;
+pub mod tail;
 pub mod text;
 
 pub use error::{SkipReason, TtsError};

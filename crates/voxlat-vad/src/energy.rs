@@ -223,9 +223,11 @@ mod tests {
         let mut x: Vec<f32> = tone(300.0, 0.3, 8000).collect();
         x.extend(std::iter::repeat_n(0.0, 1600));
         let n = 1280;
-        x.extend(tone(60.0, 0.5, n).enumerate().map(|(i, v)| {
-            v * (std::f32::consts::PI * i as f32 / n as f32).sin().powi(2)
-        }));
+        x.extend(
+            tone(60.0, 0.5, n)
+                .enumerate()
+                .map(|(i, v)| v * (std::f32::consts::PI * i as f32 / n as f32).sin().powi(2)),
+        );
         x.extend(std::iter::repeat_n(0.0, 640));
         x.extend(std::iter::repeat_n(0.4, 32));
         x.extend(std::iter::repeat_n(0.0, 800));
