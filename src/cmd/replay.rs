@@ -153,7 +153,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     let whisper = store.ready_path("whisper-tiny.en", "ggml-tiny.en.bin")?;
     let voice = store.ready_path("piper-en_US-joe-medium", "en_US-joe-medium.onnx")?;
     let runtime = store.ready_path("onnxruntime", "libonnxruntime.so.1.32.0")?;
-    let cfg = PipelineConfig {
+    let mut cfg = PipelineConfig {
         endpointer,
         speculative_asr: args.provisional > 0,
         fast: args.fast,
@@ -165,18 +165,14 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
     }
 
-    let llm = connect_llm(
+    let (endpoint, _server, llm_model) = attach_llm(
+        &mut cfg,
+        &store,
         args.llm_url.as_deref(),
         args.model.as_deref(),
         &args.output_dir,
         &budget,
     )?;
-    let (endpoint, _server) = (llm.endpoint, llm.server);
-    let mut cfg = PipelineConfig {
-        model: llm.model,
-        ..cfg
-    };
-    let llm_model = fit_prompt(&mut cfg, &store, _server.is_some(), args.model.as_deref())?;
     let stages = serde_json::json!({
         "asr": whisper.display().to_string(),
         "tts": voice.display().to_string(),
@@ -319,8 +315,29 @@ pub(crate) struct ConnectedLlm {
     pub model: String,
 }
 
+/// Connects the LLM ([`connect_llm`]) and fits the pipeline to it: the model name its
+/// requests carry and the prompt the model needs ([`fit_prompt`]). Returns the endpoint, the
+/// embedded server (kept alive by the caller) and the embedded model's name.
+pub(crate) fn attach_llm(
+    cfg: &mut PipelineConfig,
+    store: &voxlat_models::Store,
+    llm_url: Option<&str>,
+    model: Option<&str>,
+    output_dir: &Path,
+    budget: &ThreadBudget,
+) -> Result<(
+    voxlat_llm::config::Endpoint,
+    Option<EmbeddedServer>,
+    Option<String>,
+)> {
+    let llm = connect_llm(llm_url, model, output_dir, budget)?;
+    cfg.model = llm.model;
+    let name = fit_prompt(cfg, store, llm.server.is_some(), model)?;
+    Ok((llm.endpoint, llm.server, name))
+}
+
 /// `--llm-url` (or VOXLAT_BASE_URL) when given, else the embedded server serving `model`.
-pub(crate) fn connect_llm(
+fn connect_llm(
     llm_url: Option<&str>,
     model: Option<&str>,
     output_dir: &Path,
@@ -392,7 +409,7 @@ fn first_listed_model(endpoint: &voxlat_llm::config::Endpoint) -> Result<String>
 /// alone. The embedded server serves the manifest's selected LLM, so its `tuning` decides;
 /// an external server (`--llm-url`) is taken to serve a chat model. Returns the model's
 /// manifest name when known.
-pub(crate) fn fit_prompt(
+fn fit_prompt(
     cfg: &mut PipelineConfig,
     store: &voxlat_models::Store,
     embedded: bool,

@@ -2,7 +2,7 @@
 //! speaker, one line per turn with the breakdown of where the delay went, barge-in, and the
 //! session's results in replay's schema.
 
-use super::replay::{connect_llm, fit_prompt, load_stages, print_report, telemetry_outcome};
+use super::replay::{attach_llm, load_stages, print_report, telemetry_outcome};
 use anyhow::{Context, Result};
 use clap::Args;
 use serde::Deserialize;
@@ -204,7 +204,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     let runtime = store.ready_path("onnxruntime", "libonnxruntime.so.1.32.0")?;
     let defaults = PipelineConfig::default();
-    let cfg = PipelineConfig {
+    let mut cfg = PipelineConfig {
         endpointer: endpointer.clone(),
         speculative_asr: endpointer.provisional_ms > 0,
         fast: false,
@@ -223,18 +223,14 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     if let Some(d) = &args.save_replies {
         voxlat_core::fsio::ensure_writable_dir(d)?;
     }
-    let llm = connect_llm(
+    let (endpoint, _server, _) = attach_llm(
+        &mut cfg,
+        &store,
         args.llm_url.as_deref(),
         args.model.as_deref(),
         &args.output_dir,
         &budget,
     )?;
-    let (endpoint, _server) = (llm.endpoint, llm.server);
-    let mut cfg = PipelineConfig {
-        model: llm.model,
-        ..cfg
-    };
-    fit_prompt(&mut cfg, &store, _server.is_some(), args.model.as_deref())?;
     let llm_url = endpoint.base_url.value.clone();
     let (asr, tts, client) = load_stages(
         &budget,
