@@ -83,8 +83,9 @@ impl Drop for KeepAliveServer {
     }
 }
 
-/// Reads one request; returns its request line, or `None` at a clean EOF.
-async fn read_request(sock: &mut TcpStream) -> std::io::Result<Option<String>> {
+/// Reads one request (headers, then as much body as Content-Length announces); returns its
+/// request line, or `None` at a clean EOF. The raw fault server reads requests with it too.
+pub(crate) async fn read_request(sock: &mut TcpStream) -> std::io::Result<Option<String>> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     let (head_end, length) = loop {

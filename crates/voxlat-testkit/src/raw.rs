@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 /// Answers every request with SSE headers and `events` (each sent as one chunk, `gap` apart),
@@ -41,33 +41,10 @@ impl Drop for ResettingServer {
 }
 
 async fn read_request(sock: &mut TcpStream) -> std::io::Result<()> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    // Headers, then as much body as Content-Length announces.
-    let (head_end, length) = loop {
-        let n = sock.read(&mut chunk).await?;
-        if n == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..i]).to_ascii_lowercase();
-            let length = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse::<usize>().ok())
-                .unwrap_or(0);
-            break (i + 4, length);
-        }
-    };
-    while buf.len() < head_end + length {
-        let n = sock.read(&mut chunk).await?;
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    Ok(())
+    crate::keepalive::read_request(sock)
+        .await?
+        .map(drop)
+        .ok_or_else(|| std::io::ErrorKind::UnexpectedEof.into())
 }
 
 async fn serve_then_reset(

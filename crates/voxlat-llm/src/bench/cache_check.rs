@@ -101,8 +101,6 @@ mod tests {
     use super::*;
     use crate::chunk::Usage;
     use crate::record::StreamOutcome;
-    use std::collections::BTreeMap;
-    use voxlat_core::RequestId;
 
     fn rec(usage: Option<(u64, u64)>, timings: Option<(f64, f64)>) -> RequestRecord {
         let usage = usage.map(|(prompt, cached)| {
@@ -113,26 +111,16 @@ mod tests {
             }))
             .unwrap()
         });
-        RequestRecord {
-            request_id: RequestId::from_string("r"),
-            cell: "c".into(),
-            model: "m".into(),
-            warmup: false,
-            seq: 0,
-            scheduled: None,
-            error_class: None,
-            error: None,
-            events: BTreeMap::new(),
-            outcome: StreamOutcome {
+        RequestRecord::for_test(
+            "r",
+            StreamOutcome {
                 usage,
                 server_timings: timings.map(|(prompt_n, cache_n)| {
                     serde_json::json!({"prompt_n": prompt_n, "cache_n": cache_n, "prompt_ms": 5.0})
                 }),
                 ..StreamOutcome::default()
             },
-            variant: None,
-            cut_at_first_token: false,
-        }
+        )
     }
 
     #[test]

@@ -76,23 +76,12 @@ impl FailureGuard {
 mod tests {
     use super::*;
     use crate::record::StreamOutcome;
-    use std::collections::BTreeMap;
-    use voxlat_core::RequestId;
 
     fn rec(class: Option<ErrorClass>) -> RequestRecord {
         RequestRecord {
-            request_id: RequestId::from_string("r"),
-            cell: "c".into(),
-            model: "m".into(),
-            warmup: false,
-            seq: 0,
-            scheduled: None,
             error_class: class,
             error: class.map(|c| format!("{} error", c.name())),
-            events: BTreeMap::new(),
-            outcome: StreamOutcome::default(),
-            variant: None,
-            cut_at_first_token: false,
+            ..RequestRecord::for_test("r", StreamOutcome::default())
         }
     }
 

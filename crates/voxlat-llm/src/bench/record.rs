@@ -29,6 +29,27 @@ pub struct RequestRecord {
     pub cut_at_first_token: bool,
 }
 
+impl RequestRecord {
+    /// A successful request `id` with nothing measured, for unit tests to fill in.
+    #[cfg(test)]
+    pub(crate) fn for_test(id: &str, outcome: StreamOutcome) -> RequestRecord {
+        RequestRecord {
+            request_id: RequestId::from_string(id),
+            cell: "c".into(),
+            model: "m".into(),
+            warmup: false,
+            seq: 0,
+            scheduled: None,
+            error_class: None,
+            error: None,
+            events: BTreeMap::new(),
+            outcome,
+            variant: None,
+            cut_at_first_token: false,
+        }
+    }
+}
+
 /// What a request varied, so cells can be grouped back into sweeps and probes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]

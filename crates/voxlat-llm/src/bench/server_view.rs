@@ -135,28 +135,16 @@ impl ServerView {
 mod tests {
     use super::*;
     use crate::record::StreamOutcome;
-    use std::collections::BTreeMap;
-    use voxlat_core::RequestId;
 
     fn rec(timings: serde_json::Value) -> RequestRecord {
-        RequestRecord {
-            request_id: RequestId::from_string("r1"),
-            cell: "c".into(),
-            model: "m".into(),
-            warmup: false,
-            seq: 0,
-            scheduled: None,
-            error_class: None,
-            error: None,
-            events: BTreeMap::new(),
-            outcome: StreamOutcome {
+        RequestRecord::for_test(
+            "r1",
+            StreamOutcome {
                 server_timings: Some(timings),
                 server_request_id: Some("r1".into()),
                 ..StreamOutcome::default()
             },
-            variant: None,
-            cut_at_first_token: false,
-        }
+        )
     }
 
     #[test]
