@@ -70,6 +70,11 @@ impl fmt::Display for Nanos {
     }
 }
 
+/// The longest duration accepted from a flag or a config file, in seconds: far beyond any
+/// real run; it exists so that `1e300` is an error rather than a panic converting to a
+/// `Duration`.
+pub const MAX_INPUT_SECONDS: f64 = 1e6;
+
 /// Nanoseconds (signed) to milliseconds, for display and statistics.
 pub fn ns_to_ms(ns: i64) -> f64 {
     ns as f64 / 1e6

@@ -10,6 +10,7 @@ pub mod request_id;
 pub mod script;
 pub mod segments;
 pub mod stats;
+pub mod table;
 pub mod text;
 pub mod threads;
 pub mod timeline;

@@ -1,10 +1,9 @@
 //! An OpenAI-compatible streaming chat client that stamps every protocol boundary on the
-//! request's timeline, and the `bench-llm` engine built on it.
+//! request's timeline. The `bench-llm` engine built on it is `voxlat-bench`.
 //!
 //! TTFT ends at the first delta with non-empty content (reasoning or answer), never at the
 //! first byte or a role-only chunk: see `docs/latency-model.md`.
 
-pub mod bench;
 pub mod chunk;
 pub mod client;
 pub mod config;

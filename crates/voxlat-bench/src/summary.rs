@@ -2,10 +2,10 @@
 
 use super::record::{RequestRecord, Variant};
 use super::server_view::ServerView;
-use crate::record::TokenSource;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use voxlat_core::stats::Summary;
+use voxlat_llm::record::TokenSource;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CellSummary {

@@ -393,10 +393,7 @@ fn num(v: f64) -> String {
     }
 }
 
-/// The longest duration or timeout accepted, in seconds (about 11.6 days). Far beyond any
-/// real run; it exists so that `1e300` is an error rather than a panic converting to a
-/// `Duration`.
-pub const MAX_SECONDS: f64 = 1e6;
+pub use voxlat_core::clock::MAX_INPUT_SECONDS as MAX_SECONDS;
 
 #[cfg(test)]
 mod tests {

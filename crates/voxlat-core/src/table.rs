@@ -1,6 +1,6 @@
 //! Plain-text tables for terminals: right-aligned numbers, one header row.
 
-use voxlat_core::stats::Summary;
+use crate::stats::Summary;
 
 pub struct Table {
     headers: Vec<String>,

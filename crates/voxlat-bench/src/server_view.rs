@@ -134,7 +134,7 @@ impl ServerView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::StreamOutcome;
+    use voxlat_llm::record::StreamOutcome;
 
     fn rec(timings: serde_json::Value) -> RequestRecord {
         RequestRecord::for_test(

@@ -5,12 +5,12 @@ use super::analysis::{self, Analysis};
 use super::config::BenchConfig;
 use super::record::RequestRecord;
 use super::summary::CellSummary;
-use crate::config::Endpoint;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use voxlat_core::fsio::{self, WriteError};
 use voxlat_core::report::ResultsHeader;
+use voxlat_llm::config::Endpoint;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BenchResults {

@@ -3,7 +3,7 @@
 //! every request says all there is to say after a few of them.
 
 use super::record::RequestRecord;
-use crate::error::ErrorClass;
+use voxlat_llm::error::ErrorClass;
 
 /// The first this many requests of a run all failing the same connection-level way stops it.
 pub const FIRST_N: usize = 10;
@@ -75,7 +75,7 @@ impl FailureGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::StreamOutcome;
+    use voxlat_llm::record::StreamOutcome;
 
     fn rec(class: Option<ErrorClass>) -> RequestRecord {
         RequestRecord {

@@ -1,10 +1,10 @@
 //! One request of a benchmark, as written to the results file, and the figures derived from it.
 
-use crate::error::ErrorClass;
-use crate::record::StreamOutcome;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use voxlat_core::{EventKind, Nanos, RequestId};
+use voxlat_llm::error::ErrorClass;
+use voxlat_llm::record::StreamOutcome;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RequestRecord {
@@ -259,7 +259,7 @@ impl RequestRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::DeltaStamp;
+    use voxlat_llm::record::DeltaStamp;
 
     #[test]
     fn derived_figures_follow_the_definitions() {
@@ -320,7 +320,7 @@ mod tests {
         r.outcome.connection.ready_at = Some(Nanos(11 * ms));
         assert_eq!(r.ttft_ms(), Some(50.0));
         // A retry after a stale connection: both figures count from the retry.
-        r.outcome.retry = Some(crate::record::Retry {
+        r.outcome.retry = Some(voxlat_llm::record::Retry {
             sent: Nanos(5 * ms),
             first_error: "connection closed before message completed".into(),
         });

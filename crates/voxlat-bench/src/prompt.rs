@@ -10,8 +10,8 @@
 //! accident.
 
 use super::record::CacheStep;
-use crate::client::Message;
 use std::path::Path;
+use voxlat_llm::client::Message;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum PromptSource {

@@ -5,8 +5,6 @@
 use super::config::{BenchConfig, Load, Probe, SweepParam};
 use super::prompt::{cache_probe_text, PromptSource};
 use super::record::{CacheStep, RequestRecord, Variant};
-use crate::client::{ChatRequest, ClientOptions, LlmClient, Message};
-use crate::error::{ErrorClass, LlmError};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +12,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use voxlat_core::{Nanos, RequestId, Timeline};
+use voxlat_llm::client::{ChatRequest, ClientOptions, LlmClient, Message};
+use voxlat_llm::error::{ErrorClass, LlmError};
 
 pub enum RunEvent {
     /// A block of requests is starting.
@@ -509,7 +509,7 @@ async fn send_one(
     let (outcome, err, was_cut) = if cut {
         tokio::select! {
             (o, e) = stream => (o, e, false),
-            Ok(()) = first_answer => (crate::record::StreamOutcome::default(), None, true),
+            Ok(()) = first_answer => (voxlat_llm::record::StreamOutcome::default(), None, true),
         }
     } else {
         let (o, e) = stream.await;

@@ -1,4 +1,4 @@
-//! `bench-llm`: load shapes, cells, per-request records and their aggregates.
+//! The `bench-llm` engine, on voxlat-llm's client: load shapes, cells, per-request records and their aggregates.
 //!
 //! A *cell* is one model under one load (a concurrency level or an arrival rate). Every
 //! request produces a [`RequestRecord`] holding all its event times; every figure in a
@@ -17,6 +17,7 @@ pub mod results;
 pub mod runner;
 pub mod server_view;
 pub mod summary;
+pub mod text;
 
 pub use config::{BenchConfig, Load};
 pub use prompt::PromptSource;

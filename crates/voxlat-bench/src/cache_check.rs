@@ -99,8 +99,8 @@ pub fn hit_rate_warning(a: &BenchResults, b: &BenchResults) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chunk::Usage;
-    use crate::record::StreamOutcome;
+    use voxlat_llm::chunk::Usage;
+    use voxlat_llm::record::StreamOutcome;
 
     fn rec(usage: Option<(u64, u64)>, timings: Option<(f64, f64)>) -> RequestRecord {
         let usage = usage.map(|(prompt, cached)| {
@@ -160,7 +160,7 @@ mod tests {
                 "config": {},
                 "endpoint": null,
                 "prompt": "",
-                "definitions": super::super::results::Definitions::default(),
+                "definitions": crate::results::Definitions::default(),
                 "client": {"cpu_s": 0.0, "requests": 0, "cpu_ms_per_request": null},
                 "cells": [],
                 "requests": []
