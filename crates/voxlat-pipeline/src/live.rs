@@ -14,20 +14,22 @@
 //! ratio (or a headset), and a user who talks softly over a loud reply is not heard until
 //! the reply ends.
 
+use crate::output::{Cancel, Output, Played};
 use crate::record::ChunkRecord;
-use crate::turn::Played;
+use crate::session::SourceEvent;
+use crate::stages::BoxFuture;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use voxlat_audio::capture::Capture;
 use voxlat_audio::playback::Playback;
 use voxlat_audio::playout::{OutStamp, ReplyPlayout};
 use voxlat_core::{clock, EventKind, Nanos, Timeline};
 use voxlat_tts::stream::ChunkAudio;
-use voxlat_vad::{Endpointer, EndpointerConfig, VadEvent, WebRtcDetector};
+use voxlat_vad::{Endpointer, EndpointerConfig, WebRtcDetector};
 
 /// Frames (20 ms) looked at for barge-in, and how many of them must exceed the echo.
 pub const BARGE_IN_WINDOW: usize = 10;
@@ -152,32 +154,19 @@ impl Default for ListenerConfig {
     }
 }
 
-pub enum MicEvent {
-    Vad {
-        ev: VadEvent,
-        received: Nanos,
-    },
-    /// The user spoke over a reply, from `onset`.
-    BargeIn {
-        onset: Nanos,
-    },
-    /// The input device failed.
-    Failed(String),
-}
-
 /// The microphone thread: capture → gate → endpointer. Stops when `stop` is raised or the
 /// receiver goes away; returns the capture's dropped samples and driver overruns.
 pub fn spawn_listener(
     mut capture: Capture,
     cfg: ListenerConfig,
     echo: Arc<EchoRef>,
-    tx: mpsc::Sender<MicEvent>,
+    tx: mpsc::Sender<SourceEvent>,
     stop: Arc<AtomicBool>,
 ) -> std::io::Result<std::thread::JoinHandle<(u64, u64)>> {
     std::thread::Builder::new()
         .name("mic+vad".into())
         .spawn(move || {
-            let send = |h: MicEvent| tx.blocking_send(h).is_ok();
+            let send = |h: SourceEvent| tx.blocking_send(h).is_ok();
             let ep = WebRtcDetector::new(cfg.endpointer.mode, cfg.endpointer.frame_ms)
                 .map_err(|e| e.to_string())
                 .and_then(|d| {
@@ -186,7 +175,7 @@ pub fn spawn_listener(
             let mut ep = match ep {
                 Ok(e) => e,
                 Err(e) => {
-                    send(MicEvent::Failed(e));
+                    send(SourceEvent::Failed(e));
                     return (capture.dropped(), capture.xruns());
                 }
             };
@@ -200,16 +189,16 @@ pub fn spawn_listener(
                     .push(&f.samples, f.t_end)
                 {
                     Ok(events) => events.into_iter().all(|ev| {
-                        send(MicEvent::Vad {
+                        send(SourceEvent::Vad {
                             ev,
                             received: clock::now(),
                         })
                     }),
-                    Err(e) => send(MicEvent::Failed(e.to_string())),
+                    Err(e) => send(SourceEvent::Failed(e.to_string())),
                 };
             while !stop.load(Ordering::Acquire) {
                 if capture.failed() {
-                    send(MicEvent::Failed(format!(
+                    send(SourceEvent::Failed(format!(
                         "the input device {} stopped",
                         capture.device
                     )));
@@ -252,7 +241,7 @@ pub fn spawn_listener(
                     let onset = hits.iter().flatten().next().copied().unwrap_or(start);
                     barged = true;
                     hits.clear();
-                    if !send(MicEvent::BargeIn { onset }) {
+                    if !send(SourceEvent::BargeIn { onset }) {
                         break;
                     }
                     // The endpointer hears the new utterance from before its onset.
@@ -351,12 +340,12 @@ impl Speaker {
 
     /// Plays one reply's chunks as they arrive; stamps `playout_queued`, `playout_start` and
     /// `playout_done` from the device; stops early when `cancel` carries a barge-in.
-    pub(crate) async fn play(
-        &self,
+    async fn play_reply(
+        self,
         tl: Arc<Timeline>,
         mut rx: mpsc::UnboundedReceiver<ChunkAudio>,
         rate: u32,
-        mut cancel: Option<watch::Receiver<Option<Nanos>>>,
+        mut cancel: Cancel,
     ) -> Played {
         let (ev_tx, mut ev_rx) = mpsc::unbounded_channel();
         let mut p = Played::default();
@@ -409,11 +398,21 @@ impl Speaker {
     }
 }
 
-async fn barge_in(cancel: &mut Option<watch::Receiver<Option<Nanos>>>) {
-    if let Some(rx) = cancel {
-        if rx.wait_for(|v| v.is_some()).await.is_ok() {
-            return;
-        }
+impl Output for Speaker {
+    fn play(
+        &self,
+        tl: Arc<Timeline>,
+        audio: mpsc::UnboundedReceiver<ChunkAudio>,
+        rate: u32,
+        cancel: Cancel,
+    ) -> BoxFuture<'static, Played> {
+        Box::pin(self.clone().play_reply(tl, audio, rate, cancel))
+    }
+}
+
+async fn barge_in(cancel: &mut Cancel) {
+    if cancel.wait_for(|v| v.is_some()).await.is_ok() {
+        return;
     }
     std::future::pending().await
 }

@@ -126,6 +126,17 @@ pub struct TurnRecord {
 }
 
 impl TurnRecord {
+    /// Records a stage's busy span when both ends are known.
+    pub fn push_span(&mut self, stage: &str, from: Option<Nanos>, to: Option<Nanos>) {
+        if let (Some(from), Some(to)) = (from, to) {
+            self.busy.push(BusySpan {
+                stage: stage.into(),
+                from,
+                to,
+            });
+        }
+    }
+
     /// A record with nothing measured yet (outcome `Error` until the turn says otherwise).
     pub fn blank(scenario: &str, turn: &str, request_id: &str, reference: &str) -> TurnRecord {
         TurnRecord {

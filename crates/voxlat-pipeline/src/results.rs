@@ -9,9 +9,9 @@
 //! die before that, [`ReplayResults::load`] rebuilds the summary from the JSONL, so what was
 //! measured is never lost.
 
+use crate::config::PipelineConfig;
 use crate::record::{Aggregate, TurnRecord};
 use crate::sweep::SweepRow;
-use crate::turn::PipelineConfig;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use voxlat_core::fsio::{self, WriteError};
@@ -77,22 +77,26 @@ impl ReplayResults {
         }
     }
 
-    pub fn load(path: &Path) -> Result<ReplayResults, String> {
-        let bytes =
-            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    pub fn load(path: &Path) -> Result<ReplayResults, LoadError> {
+        let invalid = |detail: String| LoadError::Invalid {
+            path: path.to_path_buf(),
+            detail,
+        };
+        let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let v: serde_json::Value = serde_json::from_slice(&bytes)
-            .map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
-        let h =
-            voxlat_core::report::read_header(&v).map_err(|e| format!("{}: {e}", path.display()))?;
+            .map_err(|e| invalid(format!("not JSON: {e}")))?;
+        let h = voxlat_core::report::read_header(&v).map_err(|e| invalid(e.to_string()))?;
         if h.kind != "replay" {
-            return Err(format!(
-                "{} holds `{}` results, not replay results",
-                path.display(),
-                h.kind
-            ));
+            return Err(LoadError::Kind {
+                path: path.to_path_buf(),
+                kind: h.kind,
+            });
         }
         let mut r: ReplayResults = serde_json::from_value(v)
-            .map_err(|e| format!("{}: invalid replay results: {e}", path.display()))?;
+            .map_err(|e| invalid(format!("invalid replay results: {e}")))?;
         if !r.finished {
             // The run died before rendering its summary: its turns are in the JSONL.
             if let Some(name) = r.turns_jsonl.clone() {
@@ -114,19 +118,41 @@ impl ReplayResults {
 
 /// The turns of a JSONL file. A last line cut short (the process died mid-write) is dropped;
 /// a bad line anywhere else means the file is not ours, and is an error.
-pub fn read_jsonl(path: &Path) -> Result<Vec<TurnRecord>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+pub fn read_jsonl(path: &Path) -> Result<Vec<TurnRecord>, LoadError> {
+    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let mut turns = Vec::with_capacity(lines.len());
     for (i, line) in lines.iter().enumerate() {
         match serde_json::from_str::<TurnRecord>(line) {
             Ok(t) => turns.push(t),
             Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => break,
-            Err(e) => return Err(format!("{}:{}: invalid turn: {e}", path.display(), i + 1)),
+            Err(e) => {
+                return Err(LoadError::Invalid {
+                    path: path.to_path_buf(),
+                    detail: format!("line {}: invalid turn: {e}", i + 1),
+                })
+            }
         }
     }
     Ok(turns)
+}
+
+/// Why a results file cannot be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {detail}")]
+    Invalid { path: PathBuf, detail: String },
+    #[error("{path} holds `{kind}` results, not replay results")]
+    Kind { path: PathBuf, kind: String },
 }
 
 pub struct ResultsWriter {
@@ -354,7 +380,7 @@ mod tests {
         let t = serde_json::to_string(&TurnRecord::blank("s", "t", "r", "x")).unwrap();
         std::fs::write(&p, format!("{t}\nnot json\n{t}\n")).unwrap();
         let e = read_jsonl(&p).unwrap_err();
-        assert!(e.contains("x.jsonl:2"), "{e}");
+        assert!(e.to_string().contains("x.jsonl: line 2"), "{e}");
     }
 
     #[test]

@@ -1,20 +1,24 @@
 //! The CPU-heavy stages, each on a dedicated OS thread with an explicit thread count: Whisper
 //! and Piper must not be polled from async tasks (they block for hundreds of ms), and neither
-//! model is cheap enough to load per turn.
+//! model is cheap enough to load per turn. A worker runs any [`Transcriber`] or
+//! [`Synthesize`]; the model is loaded on the worker's own thread (whisper.cpp's and ONNX
+//! Runtime's state stay on the thread that made them).
 
+use crate::error::StageError;
+use crate::stages::Transcriber;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
-use voxlat_asr::engine::{Transcript, WhisperEngine};
+use voxlat_asr::engine::{AsrError, Transcript, WhisperEngine};
 use voxlat_core::{clock, Nanos, Timeline};
 use voxlat_tts::piper::{Voice, VoiceOptions};
-use voxlat_tts::stream::{ChunkAudio, TtsStream};
+use voxlat_tts::stream::{ChunkAudio, Synthesize, TtsStream};
 
 /// A finished transcription and when the worker ran it.
 pub struct AsrResult {
-    pub transcript: Result<Transcript, String>,
+    pub transcript: Result<Transcript, AsrError>,
     pub started: Nanos,
     pub finished: Nanos,
 }
@@ -32,15 +36,26 @@ pub struct AsrWorker {
 }
 
 impl AsrWorker {
-    /// Loads the model on the worker thread; returns once it is ready (or failed).
-    pub fn start(model: &Path, threads: usize) -> Result<AsrWorker, String> {
+    /// Whisper: loads the model on the worker thread; returns once it is ready (or failed).
+    pub fn start(model: &Path, threads: usize) -> Result<AsrWorker, StageError> {
+        let model = model.to_path_buf();
+        AsrWorker::spawn(move || WhisperEngine::load(&model, threads))
+    }
+
+    /// Any transcriber, made by `load` on the worker thread.
+    pub fn spawn<T, E>(
+        load: impl FnOnce() -> Result<T, E> + Send + 'static,
+    ) -> Result<AsrWorker, StageError>
+    where
+        T: Transcriber + 'static,
+        E: std::fmt::Display,
+    {
         let (tx, rx) = std_mpsc::channel::<AsrJob>();
         let (ready_tx, ready_rx) = std_mpsc::channel();
-        let model = model.to_path_buf();
         let thread = std::thread::Builder::new()
             .name("asr".into())
             .spawn(move || {
-                let mut engine = match WhisperEngine::load(&model, threads) {
+                let mut engine = match load() {
                     Ok(e) => {
                         let _ = ready_tx.send(Ok(()));
                         e
@@ -52,7 +67,7 @@ impl AsrWorker {
                 };
                 for job in rx {
                     let started = clock::now();
-                    let transcript = engine.transcribe(&job.audio).map_err(|e| e.to_string());
+                    let transcript = engine.transcribe(&job.audio);
                     let _ = job.reply.send(AsrResult {
                         transcript,
                         started,
@@ -60,12 +75,24 @@ impl AsrWorker {
                     });
                 }
             })
-            .map_err(|e| e.to_string())?;
-        ready_rx.recv().map_err(|e| e.to_string())??;
-        Ok(AsrWorker {
-            tx: Some(tx),
-            thread: Some(thread),
-        })
+            .map_err(|e| StageError::Thread {
+                stage: "asr",
+                detail: e.to_string(),
+            })?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(AsrWorker {
+                tx: Some(tx),
+                thread: Some(thread),
+            }),
+            Ok(Err(detail)) => Err(StageError::Load {
+                stage: "asr",
+                detail,
+            }),
+            Err(_) => Err(StageError::Thread {
+                stage: "asr",
+                detail: "the worker thread ended while loading".into(),
+            }),
+        }
     }
 
     /// Queues a transcription; the receiver yields its result.
@@ -110,14 +137,26 @@ pub struct TtsWorker {
 }
 
 impl TtsWorker {
-    pub fn start(voice_model: &Path, options: VoiceOptions) -> Result<TtsWorker, String> {
+    /// Piper: loads the voice on the worker thread.
+    pub fn start(voice_model: &Path, options: VoiceOptions) -> Result<TtsWorker, StageError> {
+        let model = voice_model.to_path_buf();
+        TtsWorker::spawn(move || Voice::load(&model, options))
+    }
+
+    /// Any synthesizer, made by `load` on the worker thread.
+    pub fn spawn<V, E>(
+        load: impl FnOnce() -> Result<V, E> + Send + 'static,
+    ) -> Result<TtsWorker, StageError>
+    where
+        V: Synthesize + 'static,
+        E: std::fmt::Display,
+    {
         let (tx, rx) = std_mpsc::channel::<TtsMsg>();
         let (ready_tx, ready_rx) = std_mpsc::channel();
-        let model = voice_model.to_path_buf();
         let thread = std::thread::Builder::new()
             .name("tts".into())
             .spawn(move || {
-                let mut voice = match Voice::load(&model, options) {
+                let mut voice = match load() {
                     Ok(v) => {
                         let _ = ready_tx.send(Ok(v.sample_rate()));
                         v
@@ -127,42 +166,27 @@ impl TtsWorker {
                         return;
                     }
                 };
-                // One turn at a time: a stream borrows the voice from Begin to End.
-                while let Ok(msg) = rx.recv() {
-                    let TtsMsg::Begin {
-                        timeline,
-                        out,
-                        cancel,
-                    } = msg
-                    else {
-                        continue;
-                    };
-                    let mut stream = TtsStream::new(&mut voice, timeline);
-                    loop {
-                        match rx.recv() {
-                            Ok(TtsMsg::Chunk { .. }) if cancel.load(Ordering::Acquire) => {}
-                            Ok(TtsMsg::Chunk { text, submitted }) => {
-                                match stream.speak_submitted(&text, submitted) {
-                                    Ok(chunk) => {
-                                        let _ = out.send(chunk);
-                                    }
-                                    Err(e) => tracing::warn!("TTS failed on {text:?}: {e}"),
-                                }
-                            }
-                            Ok(TtsMsg::End) | Err(_) => break,
-                            Ok(TtsMsg::Begin { .. }) => {
-                                tracing::warn!(
-                                    "TTS: a turn began before the previous one ended; dropping it"
-                                );
-                                break;
-                            }
-                        }
-                    }
-                    stream.finish();
-                }
+                serve_tts(&mut voice, &rx);
             })
-            .map_err(|e| e.to_string())?;
-        let sample_rate = ready_rx.recv().map_err(|e| e.to_string())??;
+            .map_err(|e| StageError::Thread {
+                stage: "tts",
+                detail: e.to_string(),
+            })?;
+        let sample_rate = match ready_rx.recv() {
+            Ok(Ok(rate)) => rate,
+            Ok(Err(detail)) => {
+                return Err(StageError::Load {
+                    stage: "tts",
+                    detail,
+                })
+            }
+            Err(_) => {
+                return Err(StageError::Thread {
+                    stage: "tts",
+                    detail: "the worker thread ended while loading".into(),
+                })
+            }
+        };
         Ok(TtsWorker {
             tx: Some(tx),
             thread: Some(thread),
@@ -174,6 +198,40 @@ impl TtsWorker {
         if let Some(tx) = &self.tx {
             let _ = tx.send(msg);
         }
+    }
+}
+
+/// One turn at a time: a stream borrows the voice from `Begin` to `End`.
+fn serve_tts<V: Synthesize>(voice: &mut V, rx: &std_mpsc::Receiver<TtsMsg>) {
+    while let Ok(msg) = rx.recv() {
+        let TtsMsg::Begin {
+            timeline,
+            out,
+            cancel,
+        } = msg
+        else {
+            continue;
+        };
+        let mut stream = TtsStream::new(voice, timeline);
+        loop {
+            match rx.recv() {
+                Ok(TtsMsg::Chunk { .. }) if cancel.load(Ordering::Acquire) => {}
+                Ok(TtsMsg::Chunk { text, submitted }) => {
+                    match stream.speak_submitted(&text, submitted) {
+                        Ok(chunk) => {
+                            let _ = out.send(chunk);
+                        }
+                        Err(e) => tracing::warn!("TTS failed on {text:?}: {e}"),
+                    }
+                }
+                Ok(TtsMsg::End) | Err(_) => break,
+                Ok(TtsMsg::Begin { .. }) => {
+                    tracing::warn!("TTS: a turn began before the previous one ended; dropping it");
+                    break;
+                }
+            }
+        }
+        stream.finish();
     }
 }
 

@@ -11,7 +11,7 @@
 //! audio and a [`SkipReason`]; it is not an error and does not end the stream.
 
 use crate::error::{SkipReason, TtsError};
-use crate::piper::Voice;
+use crate::piper::{Speech, Voice};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread;
@@ -80,15 +80,32 @@ impl StreamSummary {
 }
 
 /// Synthesis of one turn, a method call per chunk.
-pub struct TtsStream<'v> {
-    voice: &'v mut Voice,
+pub struct TtsStream<'v, V: Synthesize + ?Sized = Voice> {
+    voice: &'v mut V,
     timeline: Arc<Timeline>,
     next_index: usize,
     summary: StreamSummary,
 }
 
-impl<'v> TtsStream<'v> {
-    pub fn new(voice: &'v mut Voice, timeline: Arc<Timeline>) -> Self {
+/// What a stream needs of a voice. Piper's [`Voice`] is the product's; a test can script one
+/// (fixed audio, set delays) and still get the stream's stamps and per-chunk records.
+pub trait Synthesize {
+    fn sample_rate(&self) -> u32;
+    /// The whole text's audio. `TtsError::NothingToSay` marks a chunk to skip, not a failure.
+    fn synthesize(&mut self, text: &str) -> Result<Speech, TtsError>;
+}
+
+impl Synthesize for Voice {
+    fn sample_rate(&self) -> u32 {
+        Voice::sample_rate(self)
+    }
+    fn synthesize(&mut self, text: &str) -> Result<Speech, TtsError> {
+        Voice::synthesize(self, text)
+    }
+}
+
+impl<'v, V: Synthesize + ?Sized> TtsStream<'v, V> {
+    pub fn new(voice: &'v mut V, timeline: Arc<Timeline>) -> Self {
         Self {
             voice,
             timeline,

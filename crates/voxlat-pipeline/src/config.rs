@@ -1,0 +1,59 @@
+//! What a session is configured with: endpointing, the prompt and the reply's limits.
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use voxlat_vad::EndpointerConfig;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PipelineConfig {
+    pub endpointer: EndpointerConfig,
+    /// Start ASR on a provisional endpoint; keep the result if the endpoint is confirmed.
+    pub speculative_asr: bool,
+    /// Feed audio as fast as possible instead of in real time.
+    pub fast: bool,
+    /// Silence before each utterance, ms.
+    pub lead_silence_ms: u32,
+    pub model: String,
+    pub max_tokens: u32,
+    pub temperature: Option<f32>,
+    pub stop: Vec<String>,
+    pub system_prompt: String,
+    /// Example exchanges put right after the system prompt. A base model (Gemma 270M has no
+    /// chat tuning) otherwise echoes the prompt instead of answering; they also make the
+    /// stable prefix longer, which is what a prefix cache reuses. An instruction-tuned model
+    /// must get none: it copies them into its answers. The caller, which knows the model
+    /// (the manifest's `tuning`), clears them; this crate does not depend on the manifest.
+    pub examples: Vec<(String, String)>,
+    /// Conversation history kept per session (messages, system prompt excluded).
+    pub history_cap: usize,
+    pub save_replies: Option<PathBuf>,
+}
+
+impl Default for PipelineConfig {
+    fn default() -> Self {
+        PipelineConfig {
+            endpointer: EndpointerConfig::default(),
+            speculative_asr: true,
+            fast: false,
+            lead_silence_ms: 300,
+            model: "default".into(),
+            max_tokens: 48,
+            temperature: Some(0.0),
+            stop: vec!["\n".into()],
+            system_prompt: "You are a helpful voice assistant. Answer in one short sentence."
+                .into(),
+            examples: vec![
+                (
+                    "What is the capital of France?".into(),
+                    "The capital of France is Paris.".into(),
+                ),
+                (
+                    "How many legs does a spider have?".into(),
+                    "A spider has eight legs.".into(),
+                ),
+            ],
+            history_cap: 8,
+            save_replies: None,
+        }
+    }
+}

@@ -1,0 +1,46 @@
+//! What can go wrong in a session, as facts. The CLI turns them into advice.
+
+use voxlat_asr::engine::AsrError;
+use voxlat_llm::LlmError;
+
+/// A stage that could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum StageError {
+    #[error("cannot load the {stage} stage: {detail}")]
+    Load { stage: &'static str, detail: String },
+    #[error("cannot run the {stage} worker: {detail}")]
+    Thread { stage: &'static str, detail: String },
+}
+
+/// Why one turn failed. It is kept in the turn's record as its message.
+#[derive(Debug, thiserror::Error)]
+pub enum TurnError {
+    #[error("the audio ended without an endpoint")]
+    NoEndpoint,
+    #[error("the endpointer found no speech in the utterance")]
+    NoSpeech,
+    #[error("cannot start the audio source: {0}")]
+    Source(String),
+    #[error("the ASR worker stopped")]
+    AsrWorkerGone,
+    #[error("ASR failed: {0}")]
+    Asr(#[source] AsrError),
+    #[error("LLM: {0}")]
+    Llm(#[source] LlmError),
+    #[error("the audio sink failed: {0}")]
+    Output(String),
+    #[error("the reply produced no audio (reply text {0:?})")]
+    NoAudio(String),
+}
+
+/// Why a session stopped before its plan did.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The microphone or its thread failed (the device's own words).
+    #[error("{0}")]
+    Source(String),
+    #[error("the audio source stopped")]
+    SourceGone,
+    #[error("no speech heard for {secs} s")]
+    Idle { secs: u64 },
+}

@@ -1,0 +1,303 @@
+//! Everything after the endpoint: ASR result → LLM → clean-end chunker → TTS → output,
+//! streaming. A barge-in (`cancel`) interrupts whatever stage is running: the HTTP request is
+//! dropped (aborting it), queued TTS chunks are skipped and playback is stopped; the turn
+//! keeps the events stamped so far and is marked interrupted.
+
+use crate::config::PipelineConfig;
+use crate::error::TurnError;
+use crate::output::{Cancel, Output};
+use crate::record::{BusySpan, Interruption, TurnOutcome, TurnRecord};
+use crate::stages::Replier;
+use crate::workers::{AsrResult, AsrWorker, TtsMsg, TtsWorker};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot};
+use voxlat_core::{clock, EventKind, Nanos, Timeline};
+use voxlat_llm::{ChatRequest, Message};
+use voxlat_tts::chunker::ChunkerConfig;
+use voxlat_tts::stream::ChunkAudio;
+use voxlat_tts::tail::CleanEndChunker;
+
+/// The stages a session drives, and how.
+pub struct Pipeline {
+    pub cfg: PipelineConfig,
+    asr: AsrWorker,
+    tts: TtsWorker,
+    llm: Box<dyn Replier>,
+}
+
+/// What a live caller sees of a turn as it happens.
+pub enum Progress<'a> {
+    /// The n-th turn of the session begins (its endpoint was reached).
+    Started(u32),
+    Transcript(&'a str),
+    /// A piece of the reply text, as streamed.
+    Reply(&'a str),
+}
+
+pub type ProgressFn = dyn Fn(Progress<'_>) + Send + Sync;
+
+/// One turn's surroundings while it responds.
+pub(crate) struct TurnCtx<'a> {
+    pub tl: &'a Arc<Timeline>,
+    pub rec: &'a mut TurnRecord,
+    pub history: &'a mut Vec<Message>,
+    pub system_prompt: &'a str,
+    pub expect_keywords: &'a [String],
+    pub output: &'a dyn Output,
+    pub cancel: Cancel,
+    pub progress: &'a ProgressFn,
+}
+
+impl Pipeline {
+    pub fn new(
+        cfg: PipelineConfig,
+        asr: AsrWorker,
+        tts: TtsWorker,
+        llm: Box<dyn Replier>,
+    ) -> Pipeline {
+        Pipeline { cfg, asr, tts, llm }
+    }
+
+    /// Queues an utterance for transcription.
+    pub(crate) fn transcribe(&self, audio: Vec<f32>) -> oneshot::Receiver<AsrResult> {
+        self.asr.submit(audio)
+    }
+
+    /// From the transcription in flight to the reply played. `endpoint` is when the
+    /// endpoint decision reached the pipeline: the transcript counts from then at the
+    /// earliest.
+    pub(crate) async fn respond(
+        &self,
+        asr: oneshot::Receiver<AsrResult>,
+        endpoint: Nanos,
+        cx: TurnCtx<'_>,
+    ) -> Result<(), TurnError> {
+        let TurnCtx {
+            tl,
+            rec,
+            history,
+            system_prompt,
+            expect_keywords,
+            output,
+            cancel,
+            progress,
+        } = cx;
+        let asr = tokio::select! {
+            r = asr => r.map_err(|_| TurnError::AsrWorkerGone)?,
+            onset = cancelled(cancel.clone()) => {
+                interrupt(rec, "asr", onset);
+                return Ok(());
+            }
+        };
+        let asr_done = Nanos(asr.finished.0.max(endpoint.0));
+        tl.mark_at(EventKind::AsrDone, asr_done);
+        rec.busy.push(BusySpan {
+            stage: "asr".into(),
+            from: asr.started,
+            to: asr.finished,
+        });
+        let transcript = asr.transcript.map_err(TurnError::Asr)?;
+        rec.asr_compute_ms = Some(transcript.compute.as_secs_f64() * 1e3);
+        rec.asr_rtf = Some(transcript.real_time_factor);
+        rec.asr_fallback = transcript.fallback.as_ref().map(|f| f.reason.clone());
+        rec.asr_fallback_ms = transcript
+            .fallback
+            .as_ref()
+            .map(|_| transcript.fallback_compute().as_secs_f64() * 1e3);
+        rec.transcript = transcript.text.clone();
+        rec.asr_rejected = transcript.rejected.clone();
+        if transcript.text.trim().is_empty() {
+            rec.outcome = TurnOutcome::NoSpeech;
+            return Ok(());
+        }
+        progress(Progress::Transcript(&transcript.text));
+
+        let req = self.request(system_prompt, history, &transcript.text);
+        let (audio_tx, audio_rx) = mpsc::unbounded_channel::<ChunkAudio>();
+        let rate = self.tts.sample_rate;
+        let sink = tokio::spawn(output.play(tl.clone(), audio_rx, rate, cancel.clone()));
+        let tts_cancel = Arc::new(AtomicBool::new(false));
+        self.tts.send(TtsMsg::Begin {
+            timeline: tl.clone(),
+            out: audio_tx,
+            cancel: tts_cancel.clone(),
+        });
+        // The clean-end chunker withholds a trailing fragment or stray token once the stream
+        // is done (voxlat_tts::tail), so Piper never speaks it.
+        let mut chunker = CleanEndChunker::new(ChunkerConfig::default())
+            .with_language_of(&format!("{system_prompt} {}", transcript.text));
+        let tts = &self.tts;
+        let mut spoken: Vec<String> = Vec::new();
+        let mut hand_over = |chunk: String| {
+            spoken.push(chunk.clone());
+            let submitted = clock::now();
+            tl.mark_at(EventKind::FirstChunk, submitted);
+            tts.send(TtsMsg::Chunk {
+                text: chunk,
+                submitted,
+            });
+        };
+        let mut streamed = String::new();
+        let llm_result = {
+            let mut on_delta = |d: voxlat_llm::client::TextDelta<'_>| {
+                if !d.reasoning {
+                    progress(Progress::Reply(d.text));
+                    streamed.push_str(d.text);
+                    for c in chunker.push(d.text) {
+                        hand_over(c);
+                    }
+                }
+            };
+            let stream = self.llm.stream_chat(&req, tl, &mut on_delta);
+            tokio::select! {
+                r = stream => Some(r),
+                _ = cancelled(cancel.clone()) => None,
+            }
+        };
+        let aborted = llm_result.is_none();
+        let err = match llm_result {
+            Some((outcome, err)) => {
+                let capped = outcome.finish_reason.as_deref() == Some("length");
+                let end = chunker.finish(capped);
+                for c in end.chunks {
+                    hand_over(c);
+                }
+                rec.dropped_tail = end.dropped;
+                rec.reply_text = outcome.text.clone();
+                rec.llm = Some(outcome);
+                err
+            }
+            None => {
+                // The request future is dropped above: the connection closes, and the server
+                // sees the client go away. Chunks still queued are not spoken.
+                tts_cancel.store(true, Ordering::Release);
+                rec.reply_text = streamed;
+                None
+            }
+        };
+        self.tts.send(TtsMsg::End);
+        rec.push_span(
+            "llm",
+            tl.get(EventKind::LlmSent),
+            tl.get(EventKind::LlmDone),
+        );
+        let played = sink.await.map_err(|e| TurnError::Output(e.to_string()))?;
+        tts_cancel.store(true, Ordering::Release);
+        for c in &played.chunks {
+            rec.push_span("tts", Some(c.started), c.first_audio);
+        }
+        rec.push_span(
+            "sink",
+            played.first_arrival,
+            tl.get(EventKind::PlayoutQueued),
+        );
+        rec.push_span(
+            "device",
+            tl.get(EventKind::PlayoutQueued),
+            tl.get(EventKind::PlayoutStart),
+        );
+        rec.underruns = played.underruns;
+        rec.underrun_ms = played.underrun_ms;
+        rec.device_xruns = played.xruns;
+        rec.reply_audio_s = played.samples.len() as f64 / f64::from(rate.max(1));
+        let lower = rec.reply_text.to_lowercase();
+        rec.missing_keywords = expect_keywords
+            .iter()
+            .filter(|k| !lower.contains(&k.to_lowercase()))
+            .cloned()
+            .collect();
+        if let Some(dir) = &self.cfg.save_replies {
+            let path = dir.join(format!("{}-{}-{}.wav", rec.scenario, rec.turn, rec.repeat));
+            if let Err(e) = voxlat_audio::wav::write(&path, &played.samples, rate) {
+                tracing::warn!("{e}");
+            }
+        }
+        rec.chunks = played.chunks;
+        let onset = *cancel.borrow();
+        if let Some(onset) = onset.filter(|_| aborted || played.stopped_at.is_some()) {
+            let during = if tl.get(EventKind::PlayoutStart).is_some() {
+                "playout"
+            } else if aborted {
+                "llm"
+            } else {
+                "tts"
+            };
+            interrupt(rec, during, onset);
+            if let Some(i) = rec.interrupted.as_mut() {
+                i.llm_aborted = aborted;
+                i.playback_stopped = played.stopped_at;
+                i.reaction_ms = played
+                    .stopped_at
+                    .map(|t| clock::ns_to_ms(t.signed_since(onset)));
+            }
+            return Ok(());
+        }
+        if let Some(e) = err {
+            return Err(TurnError::Llm(e));
+        }
+        if played.samples.is_empty() {
+            return Err(TurnError::NoAudio(rec.reply_text.clone()));
+        }
+        let spoken = spoken.join(" ");
+        rec.quality = Some(crate::quality::check(
+            &spoken,
+            &transcript.text,
+            system_prompt,
+            expect_keywords,
+            &crate::quality::Bounds::default(),
+        ));
+        history.push(Message::new("user", transcript.text));
+        // What the user heard, without a withheld stray token: the model should not see its
+        // own noise as part of the conversation.
+        history.push(Message::new("assistant", spoken));
+        let cap = self.cfg.history_cap;
+        if history.len() > cap {
+            history.drain(..history.len() - cap);
+        }
+        rec.outcome = TurnOutcome::Ok;
+        Ok(())
+    }
+
+    /// System prompt, the examples the model needs, the history, then the user's words.
+    fn request(&self, system_prompt: &str, history: &[Message], user: &str) -> ChatRequest {
+        let mut messages = vec![Message::new("system", system_prompt)];
+        for (q, a) in &self.cfg.examples {
+            messages.push(Message::new("user", q.clone()));
+            messages.push(Message::new("assistant", a.clone()));
+        }
+        messages.extend(history.iter().cloned());
+        messages.push(Message::new("user", user));
+        ChatRequest {
+            model: self.cfg.model.clone(),
+            messages,
+            max_tokens: Some(self.cfg.max_tokens),
+            temperature: self.cfg.temperature,
+            stop: self.cfg.stop.clone(),
+            include_usage: true,
+            ..ChatRequest::default()
+        }
+    }
+}
+
+fn interrupt(rec: &mut TurnRecord, stage: &str, onset: Nanos) {
+    rec.outcome = TurnOutcome::Interrupted;
+    rec.interrupted = Some(Interruption {
+        onset,
+        during: stage.into(),
+        playback_stopped: None,
+        reaction_ms: None,
+        llm_aborted: false,
+    });
+}
+
+/// Resolves with the barge-in onset once `cancel` carries one; never if its sender is gone
+/// without one.
+pub(crate) async fn cancelled(mut cancel: Cancel) -> Nanos {
+    if let Ok(v) = cancel.wait_for(|v| v.is_some()).await {
+        if let Some(t) = *v {
+            return t;
+        }
+    }
+    std::future::pending().await
+}

@@ -1,0 +1,91 @@
+//! Replay's source: one recorded utterance, with lead and trail silence, fed in 20 ms frames
+//! to an endpointer on its own thread (webrtc-vad is not `Send`). Paced in real time by
+//! default, so endpointing is measured as a user feels it; unpaced, frames carry audio time.
+
+use crate::config::PipelineConfig;
+use crate::error::TurnError;
+use crate::scenario::LoadedTurn;
+use crate::session::SourceEvent;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+use voxlat_core::{clock, Nanos};
+use voxlat_vad::{Endpointer, VadEvent, WebRtcDetector};
+
+const FRAME: usize = 320;
+
+/// Starts feeding `turn`. The thread stops after the endpoint, or when the session goes.
+pub fn spawn_scenario_source(
+    turn: &LoadedTurn,
+    cfg: &PipelineConfig,
+) -> Result<(mpsc::Receiver<SourceEvent>, std::thread::JoinHandle<()>), TurnError> {
+    let (tx, rx) = mpsc::channel::<SourceEvent>(64);
+    let rate = voxlat_audio::PIPELINE_RATE as usize;
+    let lead = rate * cfg.lead_silence_ms as usize / 1000;
+    let trail = rate * (cfg.endpointer.hangover_ms as usize + 1000) / 1000;
+    let mut samples = vec![0.0f32; lead];
+    samples.extend_from_slice(&turn.audio.samples);
+    samples.extend(std::iter::repeat_n(0.0, trail));
+    let truth_idx = lead + turn.speech_end_sample.saturating_sub(1);
+    let ep_cfg = cfg.endpointer.clone();
+    let fast = cfg.fast;
+    let thread = std::thread::Builder::new()
+        .name("source+vad".into())
+        .spawn(move || {
+            let send = |ev: SourceEvent| tx.blocking_send(ev).is_ok();
+            let mut ep = match WebRtcDetector::new(ep_cfg.mode, ep_cfg.frame_ms)
+                .map_err(|e| e.to_string())
+                .and_then(|d| Endpointer::new(ep_cfg, d).map_err(|e| e.to_string()))
+            {
+                Ok(ep) => ep,
+                Err(e) => {
+                    send(SourceEvent::Failed(e));
+                    return;
+                }
+            };
+            let start = Instant::now();
+            let t0 = clock::now();
+            let mut truth_sent = false;
+            for (k, chunk) in samples.chunks(FRAME).enumerate() {
+                let last = k * FRAME + chunk.len() - 1;
+                let t_end = if fast {
+                    Nanos(t0.0 + (last as u64 * 1_000_000_000) / rate as u64)
+                } else {
+                    // Real time: frame k is complete (20 ms of audio captured) at (k+1)·20 ms.
+                    let due = start
+                        + Duration::from_micros(((last + 1) as u64 * 1_000_000) / rate as u64);
+                    let now = Instant::now();
+                    if due > now {
+                        std::thread::sleep(due - now);
+                    }
+                    clock::now()
+                };
+                if !truth_sent && last >= truth_idx {
+                    truth_sent = true;
+                    let back = ((last - truth_idx) as u64 * 1_000_000_000) / rate as u64;
+                    if !send(SourceEvent::Truth(Nanos(t_end.0.saturating_sub(back)))) {
+                        return;
+                    }
+                }
+                let events = match ep.push(chunk, t_end) {
+                    Ok(events) => events,
+                    Err(e) => {
+                        send(SourceEvent::Failed(e.to_string()));
+                        return;
+                    }
+                };
+                for ev in events {
+                    let is_end = matches!(ev, VadEvent::Endpoint { .. });
+                    if !send(SourceEvent::Vad {
+                        ev,
+                        received: clock::now(),
+                    }) || is_end
+                    {
+                        return;
+                    }
+                }
+            }
+            send(SourceEvent::Ended);
+        })
+        .map_err(|e| TurnError::Source(e.to_string()))?;
+    Ok((rx, thread))
+}

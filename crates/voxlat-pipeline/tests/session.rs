@@ -1,0 +1,441 @@
+//! The session state machine on scripted stages: no model file, no server, no sound device.
+//! Source events are scripted too, except in the last test, where a real recording goes
+//! through the real endpointer.
+
+use std::convert::Infallible;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use voxlat_core::{clock, EventKind, Nanos};
+use voxlat_llm::Message;
+use voxlat_pipeline::fake::{FakeAsr, FakeLlm, FakeTts};
+use voxlat_pipeline::workers::{AsrWorker, TtsWorker};
+use voxlat_pipeline::{
+    LoadedTurn, Pipeline, PipelineConfig, Scenario, Session, SessionError, SessionOptions,
+    SourceClock, SourceEvent, TurnMeta, TurnOutcome, VirtualSink,
+};
+use voxlat_vad::VadEvent;
+
+const MS: Duration = Duration::from_millis(1);
+
+struct Fakes {
+    asr: FakeAsr,
+    tts: FakeTts,
+    llm: FakeLlm,
+}
+
+impl Fakes {
+    fn new() -> Fakes {
+        Fakes {
+            asr: FakeAsr::new(&["What time is it?"], 20 * MS),
+            tts: FakeTts::new(10 * MS),
+            llm: FakeLlm::new(
+                &["It is ", "noon.", " Have ", "a nice ", "day."],
+                30 * MS,
+                5 * MS,
+            ),
+        }
+    }
+
+    fn pipeline(&self, cfg: PipelineConfig) -> Pipeline {
+        let asr = self.asr.clone();
+        let tts = self.tts.clone();
+        Pipeline::new(
+            cfg,
+            AsrWorker::spawn(move || Ok::<_, Infallible>(asr)).expect("asr worker"),
+            TtsWorker::spawn(move || Ok::<_, Infallible>(tts)).expect("tts worker"),
+            Box::new(self.llm.clone()),
+        )
+    }
+}
+
+/// The process clock starts at zero with the process; scripted events reach back up to 2 s
+/// before "now", which must not clamp at zero.
+fn rt() -> tokio::runtime::Runtime {
+    while clock::now().0 < 2_500_000_000 {
+        std::thread::sleep(10 * MS);
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn at(ms: u64) -> Nanos {
+    Nanos(ms * 1_000_000)
+}
+
+fn vad(ev: VadEvent) -> SourceEvent {
+    SourceEvent::Vad {
+        ev,
+        received: clock::now(),
+    }
+}
+
+/// One second of audio: its content does not matter to the fakes.
+fn utterance() -> Vec<f32> {
+    vec![0.1; 16_000]
+}
+
+fn endpoint(confirms_provisional: bool) -> SourceEvent {
+    let now = clock::now();
+    vad(VadEvent::Endpoint {
+        speech_start: Nanos(now.0.saturating_sub(1_600_000_000)),
+        speech_end: Nanos(now.0.saturating_sub(600_000_000)),
+        at: now,
+        audio: utterance(),
+        confirms_provisional,
+        forced: false,
+    })
+}
+
+fn provisional() -> SourceEvent {
+    let now = clock::now();
+    vad(VadEvent::Provisional {
+        speech_end: Nanos(now.0.saturating_sub(200_000_000)),
+        at: now,
+        audio: utterance(),
+    })
+}
+
+fn live(opts: SessionOptions) -> SessionOptions {
+    SessionOptions {
+        clock: SourceClock::Process,
+        ..opts
+    }
+}
+
+#[test]
+fn a_turn_on_fakes_streams_through_every_stage_and_its_segments_add_up() {
+    let f = Fakes::new();
+    let p = f.pipeline(PipelineConfig::default());
+    let sink = VirtualSink;
+    let (tx, rx) = mpsc::channel(16);
+    let rec = rt().block_on(async {
+        let mut s = Session::new(&p, &sink, rx, SessionOptions::default(), TurnMeta::live);
+        tx.send(vad(VadEvent::SpeechStart { at: clock::now() }))
+            .await
+            .unwrap();
+        tx.send(endpoint(false)).await.unwrap();
+        s.next_turn()
+            .await
+            .expect("no session error")
+            .expect("a turn")
+    });
+    assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
+    assert_eq!(rec.turn, "turn-1");
+    assert_eq!(rec.transcript, "What time is it?");
+    assert_eq!(rec.reply_text, "It is noon. Have a nice day.");
+    assert_eq!(
+        rec.wer, None,
+        "a live turn has no reference to score against"
+    );
+    // The chunker split the reply at its sentence end, and TTS said both parts.
+    let spoken = f.tts.spoken.lock().unwrap().clone();
+    assert_eq!(spoken.join(" "), "It is noon. Have a nice day.");
+    assert!(spoken.len() >= 2, "{spoken:?}");
+    // The LLM was asked the transcript, last, after the system prompt.
+    let reqs = f.llm.requests.lock().unwrap().clone();
+    assert_eq!(reqs.len(), 1);
+    let last = reqs[0].messages.last().unwrap();
+    assert_eq!(
+        (last.role.as_str(), last.content.as_str()),
+        ("user", "What time is it?")
+    );
+    let b = rec.breakdown.as_ref().expect("a breakdown");
+    let sum: i64 = b.segments.iter().map(|s| s.ns).sum();
+    assert_eq!(sum, b.total_ns, "segments telescope to the total");
+    // The endpoint came 600 ms after the end of speech; the fakes took at least their
+    // scripted time on top.
+    let ms = |name: &str| b.segments.iter().find(|s| s.name == name).unwrap().ns as f64 / 1e6;
+    assert!(
+        (ms("endpointing") - 600.0).abs() < 50.0,
+        "{}",
+        ms("endpointing")
+    );
+    assert!(ms("llm_ttft") >= 29.0, "{}", ms("llm_ttft"));
+    assert!(b.total_ns as f64 / 1e6 >= 600.0 + 20.0 + 30.0 + 10.0);
+    for k in [
+        EventKind::AsrDone,
+        EventKind::FirstChunk,
+        EventKind::PlayoutStart,
+    ] {
+        assert!(rec.events.contains_key(&k), "{k:?} missing");
+    }
+}
+
+#[test]
+fn a_confirmed_provisional_end_keeps_the_speculative_transcript() {
+    let f = Fakes::new();
+    let p = f.pipeline(PipelineConfig::default());
+    let sink = VirtualSink;
+    let (tx, rx) = mpsc::channel(16);
+    let rec = rt().block_on(async {
+        let mut s = Session::new(&p, &sink, rx, SessionOptions::default(), TurnMeta::live);
+        tx.send(provisional()).await.unwrap();
+        tx.send(endpoint(true)).await.unwrap();
+        s.next_turn().await.unwrap().unwrap()
+    });
+    assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
+    assert!(rec.speculative_asr);
+    assert_eq!(
+        f.asr.calls.load(Ordering::SeqCst),
+        1,
+        "no second transcription"
+    );
+}
+
+#[test]
+fn a_retraction_drops_the_speculation_and_the_endpoint_transcribes_again() {
+    let f = Fakes::new();
+    let p = f.pipeline(PipelineConfig::default());
+    let sink = VirtualSink;
+    let (tx, rx) = mpsc::channel(16);
+    let rec = rt().block_on(async {
+        let mut s = Session::new(&p, &sink, rx, SessionOptions::default(), TurnMeta::live);
+        tx.send(provisional()).await.unwrap();
+        let now = clock::now();
+        tx.send(vad(VadEvent::Retracted {
+            at: now,
+            provisional_at: now,
+        }))
+        .await
+        .unwrap();
+        tx.send(endpoint(false)).await.unwrap();
+        s.next_turn().await.unwrap().unwrap()
+    });
+    assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
+    assert!(!rec.speculative_asr);
+    assert_eq!(rec.retractions, 1);
+    assert_eq!(f.asr.calls.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn speech_during_the_reply_cancels_the_turn_and_abandons_the_llm_request() {
+    let mut f = Fakes::new();
+    f.llm.ttft = 2_000 * MS;
+    let p = f.pipeline(PipelineConfig::default());
+    let sink = VirtualSink;
+    let (tx, rx) = mpsc::channel(16);
+    let rec = rt().block_on(async {
+        let mut s = Session::new(&p, &sink, rx, SessionOptions::default(), TurnMeta::live);
+        tx.send(endpoint(false)).await.unwrap();
+        let user = tokio::spawn(async move {
+            tokio::time::sleep(200 * MS).await;
+            tx.send(vad(VadEvent::SpeechStart { at: clock::now() }))
+                .await
+                .unwrap();
+            tx
+        });
+        let rec = s.next_turn().await.unwrap().unwrap();
+        drop(user.await);
+        rec
+    });
+    assert_eq!(rec.outcome, TurnOutcome::Interrupted);
+    let i = rec.interrupted.as_ref().expect("interruption recorded");
+    assert_eq!(i.during, "llm");
+    assert!(i.llm_aborted);
+    assert_eq!(
+        f.llm.abandoned.load(Ordering::SeqCst),
+        1,
+        "the request was dropped"
+    );
+    assert!(f.tts.spoken.lock().unwrap().is_empty(), "nothing was said");
+    assert_eq!(rec.events.get(&EventKind::PlayoutStart), None);
+}
+
+#[test]
+fn a_barge_in_stops_a_reply_that_is_playing() {
+    let mut f = Fakes::new();
+    f.llm.itl = 300 * MS;
+    let p = f.pipeline(PipelineConfig::default());
+    let sink = VirtualSink;
+    let (tx, rx) = mpsc::channel(16);
+    let rec = rt().block_on(async {
+        let mut s = Session::new(&p, &sink, rx, SessionOptions::default(), TurnMeta::live);
+        tx.send(endpoint(false)).await.unwrap();
+        let user = tokio::spawn(async move {
+            tokio::time::sleep(800 * MS).await;
+            tx.send(SourceEvent::BargeIn {
+                onset: clock::now(),
+            })
+            .await
+            .unwrap();
+            tx
+        });
+        let rec = s.next_turn().await.unwrap().unwrap();
+        drop(user.await);
+        rec
+    });
+    assert_eq!(rec.outcome, TurnOutcome::Interrupted);
+    let i = rec.interrupted.as_ref().expect("interruption recorded");
+    assert_eq!(i.during, "playout");
+    assert_eq!(f.llm.abandoned.load(Ordering::SeqCst), 1);
+    assert!(
+        rec.events.contains_key(&EventKind::FirstChunk),
+        "the first sentence went out"
+    );
+    assert!(!rec.reply_text.contains("day"), "{}", rec.reply_text);
+}
+
+#[test]
+fn an_endpoint_during_a_turn_waits_for_it_and_the_conversation_carries_over() {
+    let f = Fakes {
+        asr: FakeAsr::new(&["What time is it?", "And tomorrow?"], 20 * MS),
+        ..Fakes::new()
+    };
+    let p = f.pipeline(PipelineConfig::default());
+    let sink = VirtualSink;
+    let (tx, rx) = mpsc::channel(16);
+    let recs = rt().block_on(async {
+        let mut s = Session::new(&p, &sink, rx, SessionOptions::default(), TurnMeta::live);
+        tx.send(endpoint(false)).await.unwrap();
+        tx.send(endpoint(false)).await.unwrap();
+        vec![
+            s.next_turn().await.unwrap().unwrap(),
+            s.next_turn().await.unwrap().unwrap(),
+        ]
+    });
+    assert_eq!(recs[0].turn, "turn-1");
+    assert_eq!(recs[1].turn, "turn-2");
+    assert_eq!(recs[1].transcript, "And tomorrow?");
+    assert!(recs.iter().all(|r| r.outcome == TurnOutcome::Ok));
+    let reqs = f.llm.requests.lock().unwrap().clone();
+    let second: Vec<&Message> = reqs[1].messages.iter().collect();
+    let n = second.len();
+    assert_eq!(second[n - 3].content, "What time is it?");
+    assert_eq!(second[n - 2].content, "It is noon. Have a nice day.");
+    assert_eq!(second[n - 1].content, "And tomorrow?");
+}
+
+#[test]
+fn a_source_that_ends_without_an_endpoint_gives_one_failed_record_when_asked() {
+    let f = Fakes::new();
+    let p = f.pipeline(PipelineConfig::default());
+    let sink = VirtualSink;
+    let (tx, rx) = mpsc::channel(16);
+    let opts = SessionOptions {
+        record_empty_source: true,
+        ..SessionOptions::default()
+    };
+    let meta = TurnMeta {
+        scenario: "s".into(),
+        turn: "t".into(),
+        reference: Some("hello".into()),
+        ..TurnMeta::default()
+    };
+    let (first, second) = rt().block_on(async {
+        let mut s = Session::new(&p, &sink, rx, opts, move |_| meta.clone());
+        tx.send(SourceEvent::Ended).await.unwrap();
+        (s.next_turn().await.unwrap(), s.next_turn().await.unwrap())
+    });
+    let rec = first.expect("a record");
+    assert_eq!(rec.outcome, TurnOutcome::Error);
+    assert_eq!(
+        rec.error.as_deref(),
+        Some("the endpointer found no speech in the utterance")
+    );
+    assert_eq!((rec.scenario.as_str(), rec.turn.as_str()), ("s", "t"));
+    assert!(second.is_none(), "then the session is over");
+    assert_eq!(f.llm.requests.lock().unwrap().len(), 0);
+}
+
+#[test]
+fn audio_time_is_anchored_at_the_endpoint_decision() {
+    let f = Fakes::new();
+    let p = f.pipeline(PipelineConfig::default());
+    let sink = VirtualSink;
+    let (tx, rx) = mpsc::channel(16);
+    let opts = SessionOptions {
+        clock: SourceClock::Audio,
+        ..SessionOptions::default()
+    };
+    let rt = rt();
+    let received = clock::now();
+    let rec = rt.block_on(async {
+        let mut s = Session::new(&p, &sink, rx, opts, TurnMeta::live);
+        tx.send(SourceEvent::Truth(at(9_350))).await.unwrap();
+        tx.send(SourceEvent::Vad {
+            ev: VadEvent::Endpoint {
+                speech_start: at(8_000),
+                speech_end: at(9_400),
+                at: at(10_000),
+                audio: utterance(),
+                confirms_provisional: false,
+                forced: false,
+            },
+            received,
+        })
+        .await
+        .unwrap();
+        s.next_turn().await.unwrap().unwrap()
+    });
+    let ev = |k| rec.events.get(&k).expect("stamped").0;
+    assert_eq!(ev(EventKind::Endpoint), received.0);
+    // The truth (9.35 s) is 650 ms before the decision (10 s) in audio time.
+    assert_eq!(received.0 - ev(EventKind::SpeechEnd), 650_000_000);
+    assert_eq!(received.0 - ev(EventKind::SpeechStart), 2_000_000_000);
+    assert_eq!(rec.vad_speech_end_error_ms, Some(50.0));
+}
+
+#[test]
+fn a_silent_session_gives_up_after_its_idle_timeout() {
+    let f = Fakes::new();
+    let p = f.pipeline(PipelineConfig::default());
+    let sink = VirtualSink;
+    let (_tx, rx) = mpsc::channel(16);
+    let opts = live(SessionOptions {
+        idle_timeout: Some(50 * MS),
+        ..SessionOptions::default()
+    });
+    let r = rt().block_on(async {
+        let mut s = Session::new(&p, &sink, rx, opts, TurnMeta::live);
+        s.next_turn().await
+    });
+    assert!(matches!(r, Err(SessionError::Idle { .. })), "{r:?}");
+}
+
+/// A real recording through the real endpointer (webrtc-vad), with the stages faked: the
+/// replay path end to end, in audio time. The speech end is compared with the scenario's
+/// annotation, made by a different method (scripts/annotate-reference.py).
+#[test]
+fn a_recorded_utterance_replays_through_the_real_endpointer() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let scenario = Scenario::load(&dir.join("short-commands.toml")).expect("scenario");
+    let spec = scenario.turns.iter().find(|t| t.id == "digit-5").unwrap();
+    let turn = LoadedTurn::load(&scenario, spec).expect("clip");
+    let f = Fakes {
+        asr: FakeAsr::new(&["Five."], 20 * MS),
+        ..Fakes::new()
+    };
+    let p = f.pipeline(PipelineConfig {
+        fast: true,
+        ..PipelineConfig::default()
+    });
+    let mut history = Vec::new();
+    let rt = rt();
+    let rec = rt.block_on(p.replay_turn(&turn, &mut history, 0, false, None));
+    assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
+    assert_eq!(
+        (rec.scenario.as_str(), rec.turn.as_str()),
+        ("short-commands", "digit-5")
+    );
+    assert_eq!(rec.wer, Some(0.0));
+    assert!(rec.speech_end_annotated);
+    let err = rec
+        .vad_speech_end_error_ms
+        .expect("compared with the annotation");
+    assert!(err.abs() <= 40.0, "speech end off by {err} ms");
+    let b = rec.breakdown.as_ref().unwrap();
+    let endpointing = b.segments.iter().find(|s| s.name == "endpointing").unwrap();
+    // The 600 ms hangover runs from webrtc-vad's last voiced frame, which trails the refined
+    // end of speech: endpointing costs the hangover and that trail (about 100 ms here).
+    let endpointing_ms = endpointing.ns as f64 / 1e6;
+    assert!(
+        (600.0..=800.0).contains(&endpointing_ms),
+        "{endpointing_ms}"
+    );
+    assert_eq!(history.len(), 2, "the exchange is kept for a conversation");
+}
