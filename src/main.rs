@@ -2,8 +2,9 @@
 //! module under `cmd/`; this file only parses and dispatches.
 
 mod cmd;
+mod common;
 mod embedded;
-mod report_html;
+mod report;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -51,7 +52,7 @@ enum Command {
 
 fn main() -> ExitCode {
     voxlat_core::clock::init();
-    let _telemetry = cmd::init_tracing();
+    let _telemetry = common::init_tracing();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::BenchLlm(args) => cmd::bench_llm::run(*args),

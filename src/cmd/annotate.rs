@@ -29,7 +29,9 @@ pub fn run(args: AnnotateArgs) -> Result<ExitCode> {
             ),
             Err(e) => {
                 let advice = match &e {
-                    voxlat_pipeline::scenario::AnnotateError::Wav(w) => super::wav_advice(w),
+                    voxlat_pipeline::scenario::AnnotateError::Wav(w) => {
+                        crate::common::wav_advice(w)
+                    }
                     _ => "",
                 };
                 eprintln!("error: {e}{advice}");

@@ -1,7 +1,6 @@
 //! `voxlat bench-stages`: each voice stage in isolation on this machine, and what thread
 //! contention does to them. Figures are printed (medians over repeats), never asserted.
 
-use super::table::{fmt_num, Table};
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
@@ -11,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use voxlat_asr::engine::WhisperEngine;
 use voxlat_core::stats::Summary;
+use voxlat_core::table::{fmt_num, Table};
 use voxlat_tts::piper::{Voice, VoiceOptions};
 use voxlat_vad::{VoiceDetector, WebRtcDetector};
 

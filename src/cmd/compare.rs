@@ -1,12 +1,12 @@
 //! `voxlat compare a.json b.json`: two bench-llm results side by side, and an HTML report.
 
-use super::table::Table;
 use anyhow::{Context, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use voxlat_llm::bench::compare::{self, SIGNIFICANCE_ALPHA};
-use voxlat_llm::bench::{html, BenchResults};
+use voxlat_bench::compare::{self, SIGNIFICANCE_ALPHA};
+use voxlat_bench::{html, BenchResults};
+use voxlat_core::table::Table;
 
 /// Compares two `voxlat bench-llm` results files: per cell and metric (TTFT, first answer,
 /// TTFB, TPOT, E2E) the P50, P95, P99 and mean of each run, B − A, and whether the two
@@ -53,7 +53,7 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
     let b = load(&args.b)?;
     let pairs = compare::compare(&a, &b);
     println!("A = {}\nB = {}", args.a.display(), args.b.display());
-    if let Some(w) = voxlat_llm::bench::cache_check::hit_rate_warning(&a, &b) {
+    if let Some(w) = voxlat_bench::cache_check::hit_rate_warning(&a, &b) {
         println!("{w}");
     }
     if pairs.is_empty() {

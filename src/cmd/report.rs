@@ -16,12 +16,12 @@ pub struct ReportArgs {
 }
 
 pub fn run(args: ReportArgs) -> Result<ExitCode> {
-    let r = ReplayResults::load(&args.results).map_err(anyhow::Error::msg)?;
+    let r = ReplayResults::load(&args.results)?;
     let out = args
         .output
         .unwrap_or_else(|| args.results.with_extension("html"));
-    voxlat_core::fsio::write_atomic(&out, crate::report_html::render(&r).as_bytes())?;
-    super::replay::print_report(&r);
+    voxlat_core::fsio::write_atomic(&out, crate::report::html::render(&r).as_bytes())?;
+    crate::report::print_report(&r);
     println!("Report: {}", out.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -2,28 +2,28 @@
 //! speaker, one line per turn with the breakdown of where the delay went, barge-in, and the
 //! session's results in replay's schema.
 
-use super::replay::{attach_llm, load_stages, print_report, telemetry_outcome};
+use crate::common::llm::attach_llm;
+use crate::common::stages::{load_pipeline, ModelPaths};
+use crate::common::{shutdown_signal, telemetry_outcome};
+use crate::report::{live::turn_line, print_report};
 use anyhow::{Context, Result};
 use clap::Args;
 use serde::Deserialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::mpsc;
 use voxlat_audio::device::{self, Direction};
 use voxlat_core::threads::ThreadBudget;
-use voxlat_core::{EventKind, Nanos, RequestId, Timeline};
-use voxlat_llm::Message;
-use voxlat_pipeline::live::{self, ListenerConfig, MicEvent, Speaker};
-use voxlat_pipeline::record::BusySpan;
+use voxlat_pipeline::live::{self, ListenerConfig, Speaker};
 use voxlat_pipeline::results::{ReplayResults, ResultsWriter};
-use voxlat_pipeline::workers::AsrResult;
-use voxlat_pipeline::{Heard, Output, Pipeline, PipelineConfig, Progress, TurnOutcome, TurnRecord};
-use voxlat_vad::{EndpointerConfig, VadEvent};
+use voxlat_pipeline::{
+    PipelineConfig, Progress, Session, SessionError, SessionOptions, SourceEvent, TurnMeta,
+};
+use voxlat_vad::EndpointerConfig;
 
 /// Talk to a local voice assistant through the microphone and speaker. Each turn prints the
 /// transcript, the reply as it streams, and the breakdown of "you stopped speaking → you
@@ -123,19 +123,6 @@ fn read_config(path: &Path) -> Result<FileConfig> {
     })
 }
 
-struct Turn<'a> {
-    fut: Pin<Box<dyn std::future::Future<Output = (TurnRecord, Vec<Message>)> + 'a>>,
-    cancel: watch::Sender<Option<Nanos>>,
-}
-
-struct Endpointed {
-    speech_start: Nanos,
-    speech_end: Nanos,
-    received: Nanos,
-    asr: oneshot::Receiver<AsrResult>,
-    speculative: bool,
-}
-
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     let file = match &args.config {
         Some(p) => read_config(p)?,
@@ -194,15 +181,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
 
     let budget = ThreadBudget::detect();
     let store = voxlat_models::Store::open_default(None)?;
-    let whisper = store.ready_path("whisper-tiny.en", "ggml-tiny.en.bin")?;
-    let voice = match args.voice.clone().or(file.voice.clone()) {
-        Some(v) => {
-            anyhow::ensure!(v.exists(), "voice {} not found", v.display());
-            v
-        }
-        None => store.ready_path("piper-en_US-joe-medium", "en_US-joe-medium.onnx")?,
-    };
-    let runtime = store.ready_path("onnxruntime", "libonnxruntime.so.1.32.0")?;
+    let models = ModelPaths::resolve(&store, args.voice.clone().or(file.voice.clone()))?;
     let defaults = PipelineConfig::default();
     let mut cfg = PipelineConfig {
         endpointer: endpointer.clone(),
@@ -232,14 +211,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         &budget,
     )?;
     let llm_url = endpoint.base_url.value.clone();
-    let (asr, tts, client) = load_stages(
-        &budget,
-        &whisper,
-        &voice,
-        runtime.clone(),
-        endpoint,
-        Duration::from_secs(60),
-    )?;
+    let pipeline = load_pipeline(cfg, &budget, &models, endpoint, Duration::from_secs(60))?;
 
     let input_info = serde_json::json!({
         "device": capture.device,
@@ -251,30 +223,28 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let (mono, mono_err) = voxlat_audio::clockmap::monotonic_offset();
     let stages = serde_json::json!({
         "clock": { "monotonic_minus_process_ns": i64::try_from(mono).unwrap_or(i64::MIN), "error_ns": mono_err },
-        "asr": whisper.display().to_string(),
-        "tts": voice.display().to_string(),
-        "onnxruntime": runtime.display().to_string(),
+        "asr": models.whisper.display().to_string(),
+        "tts": models.voice.display().to_string(),
+        "onnxruntime": models.runtime.display().to_string(),
         "llm": llm_url,
         "host": host.id().name(),
         "input": input_info,
         "output": speaker.info,
         "listener": listener,
     });
-    let mut results = ReplayResults::new(cfg.clone(), budget, stages);
+    let mut results = ReplayResults::new(pipeline.cfg.clone(), budget, stages);
     results.timing_note = "live: speech_end is the endpointer's retro-dated end of speech on the microphone's own capture timestamps, mapped onto the process clock; endpoint is when its decision reached the pipeline; playout_queued is when the first reply sample was written to the output ring, playout_start when the device reports it leaves the speaker (its playback timestamp), so `device` is output buffering and device latency".into();
     let mut writer = ResultsWriter::with_prefix(&args.output_dir, "live", results)?;
     let telemetry = voxlat_telemetry::TurnTelemetry::start(args.metrics_addr.as_deref())?;
     if let Some(url) = telemetry.metrics_url() {
         eprintln!("metrics on {url}");
     }
-    let pipeline = Pipeline::new(cfg, asr, tts, client);
-
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     let stop = Arc::new(AtomicBool::new(false));
-    let (mic_tx, mut mic_rx) = mpsc::channel::<MicEvent>(256);
+    let (mic_tx, mic_rx) = mpsc::channel::<SourceEvent>(256);
     let started = Instant::now();
     let mut capture = capture;
     while !capture.started() && started.elapsed() < Duration::from_secs(5) {
@@ -298,89 +268,41 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         device::device_id(&input),
         speaker.info.device
     );
-    let system_prompt = pipeline.cfg.system_prompt.clone();
-    let output = Output::Device(speaker.clone());
-    let idle = args.idle_timeout.map(Duration::from_secs);
+    let opts = SessionOptions {
+        idle_timeout: args.idle_timeout.map(Duration::from_secs),
+        ..SessionOptions::default()
+    };
+    let mut session = Session::new(&pipeline, &speaker, mic_rx, opts, TurnMeta::live)
+        .with_progress(print_progress);
     let max_turns = args.max_turns;
     let outcome: Result<bool> = rt.block_on(async {
-        let mut signal = std::pin::pin!(super::bench_llm::shutdown_signal());
-        let mut history: Vec<Message> = Vec::new();
-        let mut speculative: Option<oneshot::Receiver<AsrResult>> = None;
-        let mut turn: Option<Turn> = None;
-        let mut waiting: Option<Endpointed> = None;
+        let mut signal = std::pin::pin!(shutdown_signal());
         let mut n = 0u32;
-        let mut last_activity = Instant::now();
         loop {
-            if turn.is_none() {
-                if let Some(e) = waiting.take() {
-                    n += 1;
-                    turn = Some(start_turn(
-                        &pipeline,
-                        &output,
-                        &system_prompt,
-                        n,
-                        e,
-                        std::mem::take(&mut history),
-                    ));
-                }
-            }
-            let idle_left = idle.map(|d| d.saturating_sub(last_activity.elapsed()));
-            tokio::select! {
+            let next = tokio::select! {
                 _ = &mut signal => return Ok(true),
-                _ = tokio::time::sleep(idle_left.unwrap_or(Duration::from_secs(3600))), if idle_left.is_some() && turn.is_none() => {
-                    anyhow::bail!("no speech heard for {} s (--idle-timeout)", idle.unwrap_or_default().as_secs());
-                }
-                r = async { turn.as_mut().map(|t| t.fut.as_mut()).expect("guarded").await }, if turn.is_some() => {
-                    let (rec, h) = r;
-                    history = h;
-                    turn = None;
-                    last_activity = Instant::now();
-                    println!("{}", summary(&rec));
-                    telemetry.record_turn(&rec.snapshot(), telemetry_outcome(rec.outcome), rec.error.as_deref());
-                    writer.push(rec)?;
-                    if max_turns.is_some_and(|m| n >= m) && waiting.is_none() {
-                        return Ok(false);
-                    }
-                }
-                ev = mic_rx.recv() => {
-                    let Some(ev) = ev else { anyhow::bail!("the microphone thread stopped") };
-                    match ev {
-                        MicEvent::Failed(e) => anyhow::bail!("{e}"),
-                        MicEvent::BargeIn { onset } => {
-                            if let Some(t) = &turn {
-                                let _ = t.cancel.send(Some(onset));
-                            }
-                        }
-                        MicEvent::Vad { ev, received } => match ev {
-                            VadEvent::SpeechStart { at } => {
-                                last_activity = Instant::now();
-                                // Speaking again before the reply is heard: the user was not
-                                // done, so the turn in flight gives way.
-                                if let Some(t) = &turn {
-                                    if t.cancel.borrow().is_none() {
-                                        let _ = t.cancel.send(Some(at));
-                                    }
-                                }
-                            }
-                            VadEvent::Provisional { audio, .. } => {
-                                if pipeline.cfg.speculative_asr {
-                                    speculative = Some(pipeline.transcribe(audio));
-                                }
-                            }
-                            VadEvent::Retracted { .. } => speculative = None,
-                            VadEvent::Endpoint { speech_start, speech_end, audio, confirms_provisional, .. } => {
-                                last_activity = Instant::now();
-                                let spec = speculative.take().filter(|_| confirms_provisional);
-                                let speculative = spec.is_some();
-                                let asr = spec.unwrap_or_else(|| pipeline.transcribe(audio));
-                                waiting = Some(Endpointed { speech_start, speech_end, received, asr, speculative });
-                            }
-                        },
-                    }
-                }
+                next = session.next_turn() => next,
+            };
+            let rec = match next {
+                Ok(Some(rec)) => rec,
+                Ok(None) => anyhow::bail!("the microphone thread stopped"),
+                Err(e @ SessionError::Idle { .. }) => anyhow::bail!("{e} (--idle-timeout)"),
+                Err(e) => return Err(e.into()),
+            };
+            n += 1;
+            println!("{}", turn_line(&rec));
+            telemetry.record_turn(
+                &rec.snapshot(),
+                telemetry_outcome(rec.outcome),
+                rec.error.as_deref(),
+            );
+            writer.push(rec)?;
+            if max_turns.is_some_and(|m| n >= m) {
+                return Ok(false);
             }
         }
     });
+    drop(session);
     stop.store(true, Ordering::Release);
     let (dropped, xruns) = listener_thread.join().unwrap_or((0, 0));
     let interrupted = match outcome {
@@ -398,7 +320,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let html = writer.json.with_extension("html");
     voxlat_core::fsio::write_atomic(
         &html,
-        crate::report_html::render(&writer.results).as_bytes(),
+        crate::report::html::render(&writer.results).as_bytes(),
     )?;
     print_report(&writer.results);
     let a = &writer.results.aggregate;
@@ -424,117 +346,13 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn start_turn<'a>(
-    pipeline: &'a Pipeline,
-    output: &'a Output,
-    system_prompt: &'a str,
-    n: u32,
-    e: Endpointed,
-    mut history: Vec<Message>,
-) -> Turn<'a> {
-    let (cancel, cancel_rx) = watch::channel(None);
-    let fut = Box::pin(async move {
-        let tl = Arc::new(Timeline::new(RequestId::new()));
-        tl.mark_at(EventKind::SpeechStart, e.speech_start);
-        tl.mark_at(EventKind::SpeechEnd, e.speech_end);
-        tl.mark_at(EventKind::Endpoint, e.received);
-        let mut rec = TurnRecord::blank("live", &format!("turn-{n}"), &tl.id().to_string(), "");
-        rec.speculative_asr = e.speculative;
-        rec.busy.push(BusySpan {
-            stage: "endpointer".into(),
-            from: e.speech_end,
-            to: e.received,
-        });
-        let mut out = std::io::stdout();
-        let _ = write!(out, "[{n}] ");
-        let _ = out.flush();
-        let mut progress = |p: Progress<'_>| {
-            let mut out = std::io::stdout();
-            let _ = match p {
-                Progress::Transcript(t) => write!(out, "{:?} → ", t.trim()),
-                Progress::Reply(t) => write!(out, "{t}"),
-            };
-            let _ = out.flush();
-        };
-        let heard = Heard {
-            asr: e.asr,
-            endpoint: e.received,
-            expect_keywords: &[],
-        };
-        if let Err(err) = pipeline
-            .respond(
-                heard,
-                &tl,
-                &mut history,
-                system_prompt,
-                &mut rec,
-                output,
-                Some(cancel_rx),
-                &mut progress,
-            )
-            .await
-        {
-            rec.outcome = TurnOutcome::Error;
-            rec.error = Some(err);
-        }
-        rec.events = tl.snapshot().events;
-        rec.wer = None;
-        rec.compute_breakdown();
-        (rec, history)
-    });
-    Turn { fut, cancel }
-}
-
-/// The rest of a turn's line: the breakdown, dominant stage starred, or what went wrong.
-fn summary(rec: &TurnRecord) -> String {
-    if let Some(i) = &rec.interrupted {
-        return format!(
-            " [interrupted during {}{}{}]",
-            i.during,
-            i.reaction_ms
-                .map(|r| format!(": playback stopped {r:.0} ms after you spoke"))
-                .unwrap_or_default(),
-            if i.llm_aborted {
-                ", LLM request aborted"
-            } else {
-                ""
-            }
-        );
-    }
-    if let Some(e) = &rec.error {
-        return format!(" [error: {e}]");
-    }
-    let Some(b) = &rec.breakdown else {
-        return format!(" [{:?}]", rec.outcome).to_lowercase();
+/// The turn's number, its transcript and the reply as it streams, on one line.
+fn print_progress(p: Progress<'_>) {
+    let mut out = std::io::stdout();
+    let _ = match p {
+        Progress::Started(n) => write!(out, "[{n}] "),
+        Progress::Transcript(t) => write!(out, "{:?} → ", t.trim()),
+        Progress::Reply(t) => write!(out, "{t}"),
     };
-    let dominant = b.dominant().map(|d| d.name.clone());
-    let parts: Vec<String> = b
-        .segments
-        .iter()
-        .filter(|s| s.name != "llm_thinking" || s.ns != 0)
-        .map(|s| {
-            format!(
-                "{} {:.0}{}",
-                s.name,
-                s.ns as f64 / 1e6,
-                if Some(&s.name) == dominant.as_ref() {
-                    "*"
-                } else {
-                    ""
-                }
-            )
-        })
-        .collect();
-    format!(
-        "  |  {} = {:.0} ms{}",
-        parts.join(" · "),
-        b.total_ns as f64 / 1e6,
-        match (rec.underruns, rec.device_xruns) {
-            (0, 0) => String::new(),
-            (u, x) => format!(
-                " ({u} underruns between chunks, {:.0} ms; {x} device xruns)",
-                rec.underrun_ms
-            ),
-        }
-    )
+    let _ = out.flush();
 }

@@ -55,7 +55,7 @@ pub fn run(args: TranscribeArgs) -> Result<ExitCode> {
     let mut computes = Vec::new();
     let mut fallbacks = 0;
     for file in &args.files {
-        let Some(decoded) = super::read_wav_reporting(file) else {
+        let Some(decoded) = crate::common::read_wav_reporting(file) else {
             failed += 1;
             continue;
         };

@@ -51,7 +51,7 @@ pub fn run(args: VadArgs) -> Result<ExitCode> {
     };
     let mut failed = 0;
     for file in &args.files {
-        let Some(decoded) = super::read_wav_reporting(file) else {
+        let Some(decoded) = crate::common::read_wav_reporting(file) else {
             failed += 1;
             continue;
         };

@@ -1,0 +1,57 @@
+//! What the commands share: signals, durations, the LLM connection, the stages and the
+//! models they load. Commands import from here, never from each other.
+
+pub mod duration;
+pub mod llm;
+pub mod signal;
+pub mod stages;
+
+pub use duration::parse_duration;
+pub use signal::{shutdown_signal, StopSignal};
+
+/// Reads a WAV at the pipeline's rate for a command that goes through several files: a file
+/// that cannot be read is reported on stderr (and `None` returned) so the others still run.
+pub fn read_wav_reporting(file: &std::path::Path) -> Option<voxlat_audio::wav::Decoded> {
+    match voxlat_audio::wav::read_at(file, voxlat_audio::PIPELINE_RATE) {
+        Ok(d) => {
+            for w in &d.warnings {
+                eprintln!("warning: {w}");
+            }
+            Some(d)
+        }
+        Err(e) => {
+            eprintln!("error: {e}{}", wav_advice(&e));
+            None
+        }
+    }
+}
+
+/// What to do about a WAV the reader refused for its numbers, for the end of the message.
+pub fn wav_advice(e: &voxlat_audio::wav::WavError) -> &'static str {
+    use voxlat_audio::wav::WavError;
+    match e {
+        WavError::OutOfRange { .. } => {
+            "; if the audio itself is sound, convert it, e.g. `sox in.wav -r 16000 -c 1 -b 16 out.wav`"
+        }
+        WavError::TooLong { .. } => "; cut it into turns, e.g. `sox in.wav out.wav trim 0 60`",
+        _ => "",
+    }
+}
+
+/// Logs go to stderr, off unless `RUST_LOG` asks for them: stdout is for results. Turns are
+/// exported as OpenTelemetry spans when `OTEL_EXPORTER_OTLP_ENDPOINT` is set; hold the guard
+/// until the end of `main` so the last spans are flushed.
+pub fn init_tracing() -> voxlat_telemetry::TracingGuard {
+    voxlat_telemetry::init_tracing("voxlat", "warn")
+}
+
+/// The metrics and spans name for a turn's outcome.
+pub fn telemetry_outcome(o: voxlat_pipeline::TurnOutcome) -> voxlat_telemetry::Outcome {
+    use voxlat_pipeline::TurnOutcome as T;
+    match o {
+        T::Ok => voxlat_telemetry::Outcome::Ok,
+        T::NoSpeech => voxlat_telemetry::Outcome::NoSpeech,
+        T::Interrupted => voxlat_telemetry::Outcome::Interrupted,
+        T::Error => voxlat_telemetry::Outcome::Error,
+    }
+}

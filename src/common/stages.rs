@@ -1,0 +1,97 @@
+//! The product's stages, loaded the one way every command loads them.
+
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use voxlat_core::threads::ThreadBudget;
+use voxlat_llm::{ClientOptions, LlmClient};
+use voxlat_pipeline::workers::{AsrWorker, TtsWorker};
+use voxlat_pipeline::{Pipeline, PipelineConfig};
+use voxlat_tts::locate::{RUNTIME_FILE, RUNTIME_MODEL, VOICE_FILE, VOICE_MODEL};
+
+/// The Whisper model every command uses, and its file in the cache.
+pub const WHISPER_MODEL: &str = "whisper-tiny.en";
+pub const WHISPER_FILE: &str = "ggml-tiny.en.bin";
+
+/// The fetched models' paths, each checked to be present (else the error says how to fetch).
+pub struct ModelPaths {
+    pub whisper: PathBuf,
+    pub voice: PathBuf,
+    pub runtime: PathBuf,
+}
+
+impl ModelPaths {
+    /// The defaults from the cache; `voice` replaces the default voice.
+    pub fn resolve(store: &voxlat_models::Store, voice: Option<PathBuf>) -> Result<ModelPaths> {
+        let voice = match voice {
+            Some(v) => {
+                anyhow::ensure!(
+                    v.exists(),
+                    "voice {} not found; pass a Piper .onnx with its .onnx.json beside it",
+                    v.display()
+                );
+                v
+            }
+            None => store.ready_path(VOICE_MODEL, VOICE_FILE)?,
+        };
+        Ok(ModelPaths {
+            whisper: store.ready_path(WHISPER_MODEL, WHISPER_FILE)?,
+            voice,
+            runtime: runtime_path(store)?,
+        })
+    }
+}
+
+/// ONNX Runtime from the cache.
+pub fn runtime_path(store: &voxlat_models::Store) -> Result<PathBuf> {
+    Ok(store.ready_path(RUNTIME_MODEL, RUNTIME_FILE)?)
+}
+
+/// Whisper and Piper on their worker threads, and the LLM client, as one pipeline.
+pub fn load_pipeline(
+    cfg: PipelineConfig,
+    budget: &ThreadBudget,
+    models: &ModelPaths,
+    endpoint: voxlat_llm::config::Endpoint,
+    llm_idle_timeout: Duration,
+) -> Result<Pipeline> {
+    let (asr, tts, client) = load_stages(
+        budget,
+        &models.whisper,
+        &models.voice,
+        models.runtime.clone(),
+        endpoint,
+        llm_idle_timeout,
+    )?;
+    Ok(Pipeline::new(cfg, asr, tts, Box::new(client)))
+}
+
+/// Whisper and Piper on their worker threads, and the LLM client.
+fn load_stages(
+    budget: &ThreadBudget,
+    whisper: &Path,
+    voice: &Path,
+    runtime: PathBuf,
+    endpoint: voxlat_llm::config::Endpoint,
+    llm_idle_timeout: Duration,
+) -> Result<(AsrWorker, TtsWorker, LlmClient)> {
+    eprintln!(
+        "loading Whisper ({} threads) and Piper ({} thread)…",
+        budget.asr, budget.tts
+    );
+    let asr = AsrWorker::start(whisper, budget.asr)?;
+    let tts_opts = voxlat_tts::piper::VoiceOptions {
+        intra_threads: budget.tts,
+        runtime: Some(runtime),
+        ..Default::default()
+    };
+    let tts = TtsWorker::start(voice, tts_opts)?;
+    let client = LlmClient::new(
+        endpoint,
+        ClientOptions {
+            idle_timeout: llm_idle_timeout,
+            ..ClientOptions::default()
+        },
+    )?;
+    Ok((asr, tts, client))
+}

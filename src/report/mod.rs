@@ -1,0 +1,8 @@
+//! Replay's rendering, shared by `replay`, `run` and `report`: the text summary on stdout and
+//! the HTML report.
+
+pub mod html;
+pub mod live;
+mod summary;
+
+pub use summary::print_report;

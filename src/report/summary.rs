@@ -1,0 +1,128 @@
+//! Replay's and the live session's text report: per turn, then the aggregate.
+
+use voxlat_core::table::{fmt_num, Table};
+use voxlat_pipeline::results::ReplayResults;
+
+/// The per-turn table, the segment statistics and what the run noticed, on stdout.
+pub fn print_report(r: &ReplayResults) {
+    let mut t = Table::new(&[
+        "turn",
+        "transcript",
+        "WER",
+        "reply starts",
+        "checks",
+        "endpt",
+        "asr",
+        "ttft",
+        "think",
+        "1st chunk",
+        "tts",
+        "playout",
+        "device",
+        "total",
+    ]);
+    for rec in r.turns.iter().filter(|t| !t.warmup) {
+        let mut row = vec![
+            format!("{} #{}", rec.turn, rec.repeat),
+            rec.transcript.chars().take(38).collect(),
+            rec.wer
+                .map(|w| format!("{:.0}%", w * 100.0))
+                .unwrap_or_default(),
+            rec.error
+                .as_deref()
+                .map(|e| format!("error: {e}"))
+                .unwrap_or_else(|| rec.reply_text.clone())
+                .chars()
+                .take(28)
+                .collect(),
+            rec.quality
+                .as_ref()
+                .map(|q| match q.failures() {
+                    f if f.is_empty() => "ok".to_string(),
+                    f => f.join(","),
+                })
+                .unwrap_or_else(|| "-".into()),
+        ];
+        match &rec.breakdown {
+            Some(b) => {
+                row.extend(b.segments.iter().map(|s| fmt_num(s.ns as f64 / 1e6)));
+                row.push(fmt_num(b.total_ns as f64 / 1e6));
+            }
+            None => {
+                row.extend(std::iter::repeat_n("-".to_string(), 8));
+                row.push(format!("{:?}", rec.outcome).to_lowercase());
+            }
+        }
+        t.row(row);
+    }
+    print!("\nPer turn (ms):\n{}", t.render());
+    let a = &r.aggregate;
+    let mut t = Table::new(&["ms", "n", "mean", "p50", "p95", "p99", "max"]);
+    for (name, s) in &a.segments {
+        let mark = if a.dominant_p50.as_deref() == Some(name) {
+            " *"
+        } else {
+            ""
+        };
+        t.summary_row(&format!("{name}{mark}"), Some(s));
+    }
+    t.summary_row("total", a.total.as_ref());
+    t.summary_row("overhead", a.overhead.as_ref());
+    print!(
+        "\nUser stopped speaking → first audio ({} turns: {} ok, {} no speech, {} errors):\n{}",
+        a.turns,
+        a.ok,
+        a.no_speech,
+        a.errors,
+        t.render()
+    );
+    println!(
+        "Dominant stage (*): {} at P50{}. Segments sum exactly to the total: {}. Playout underruns: {}. Mean WER {}.",
+        a.dominant_p50.as_deref().unwrap_or("-"),
+        match (&a.dominant_p95, &a.dominant_p50) {
+            (Some(p95), Some(p50)) if p95 != p50 => format!(", {p95} at P95"),
+            _ => String::new(),
+        },
+        if a.sums_exact { "yes" } else { "NO" },
+        a.underruns,
+        a.wer_mean.map(|w| format!("{:.1}%", w * 100.0)).unwrap_or_else(|| "-".into())
+    );
+    if let Some(e) = &a.speech_end_error {
+        println!(
+            "Endpointer speech end vs the annotation ({} turns): |error| P50 {:.0} ms, P95 {:.0} ms, worst {:.0} ms.",
+            e.n, e.p50, e.p95, e.max
+        );
+    }
+    let q = &a.quality;
+    if q.replies > 0 {
+        use voxlat_pipeline::quality::QualityCounts as Q;
+        println!(
+            "Reply quality ({} spoken replies; checks in crates/voxlat-pipeline/src/quality.rs): not an echo {}, clean end {}, no foreign-script token {}, length {}, keywords {}; echo+end+foreign together {}. Stray tails withheld from TTS: {}.",
+            q.replies,
+            Q::pct(q.not_echo, q.replies),
+            Q::pct(q.clean_end, q.replies),
+            Q::pct(q.no_foreign, q.replies),
+            Q::pct(q.length_ok, q.replies),
+            if q.keywords_checked == 0 {
+                "-".to_string()
+            } else {
+                format!("{}/{}", q.keywords_ok, q.keywords_checked)
+            },
+            Q::pct(q.core_pass, q.replies),
+            q.tails_dropped
+        );
+    }
+    if let Some(c) = &a.asr_compute {
+        println!(
+            "Whisper: {} of {} decodes ran away and were decoded again; compute P50 {:.0} ms, P95 {:.0} ms, worst {:.0} ms.",
+            a.asr_fallbacks, c.n, c.p50, c.p95, c.max
+        );
+    }
+    println!("{}", r.timing_note);
+    if !r.skipped.is_empty() {
+        println!("\nSkipped ({}), not measured:", r.skipped.len());
+        for s in &r.skipped {
+            println!("  {s}");
+        }
+    }
+}

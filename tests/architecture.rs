@@ -1,0 +1,165 @@
+//! The workspace's layering, checked on `cargo metadata` (ARCHITECTURE.md, "Invariants").
+//! Each rule is a function of the dependency graph, so the rules are also tested on graphs
+//! that break them: a check that cannot fail checks nothing.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+/// The stage crates: each knows nothing of the others.
+const STAGES: &[&str] = &[
+    "voxlat-audio",
+    "voxlat-vad",
+    "voxlat-asr",
+    "voxlat-llm",
+    "voxlat-tts",
+];
+
+/// Normal (non-dev, non-build) dependencies by package name.
+type Graph = BTreeMap<String, BTreeSet<String>>;
+
+fn graph_from_metadata(m: &serde_json::Value) -> Graph {
+    let names: BTreeMap<&str, &str> = m["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .map(|p| (p["id"].as_str().unwrap(), p["name"].as_str().unwrap()))
+        .collect();
+    let mut g = Graph::new();
+    for node in m["resolve"]["nodes"].as_array().expect("resolve.nodes") {
+        let from = names[node["id"].as_str().unwrap()].to_string();
+        let deps = g.entry(from).or_default();
+        for d in node["deps"].as_array().unwrap() {
+            let normal = d["dep_kinds"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|k| k["kind"].is_null());
+            if normal {
+                deps.insert(names[d["pkg"].as_str().unwrap()].to_string());
+            }
+        }
+    }
+    g
+}
+
+/// Everything `root` links, itself excluded.
+fn closure(g: &Graph, root: &str) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![root.to_string()];
+    while let Some(p) = todo.pop() {
+        for d in g.get(&p).into_iter().flatten() {
+            if seen.insert(d.clone()) {
+                todo.push(d.clone());
+            }
+        }
+    }
+    seen
+}
+
+/// Every broken rule, in words.
+fn violations(g: &Graph) -> Vec<String> {
+    let mut out = Vec::new();
+    let server = closure(g, "voxlat-server");
+    for p in ["voxlat-asr", "whisper-rs", "whisper-rs-sys"] {
+        if server.contains(p) {
+            out.push(format!(
+                "voxlat-server links {p}: whisper.cpp and llama.cpp must never share a process"
+            ));
+        }
+    }
+    for s in STAGES {
+        for other in closure(g, s).intersection(&STAGES.iter().map(|x| x.to_string()).collect()) {
+            out.push(format!("stage crate {s} depends on stage crate {other}"));
+        }
+    }
+    for (p, deps) in g {
+        if deps.contains("voxlat-testkit") {
+            out.push(format!(
+                "{p} has voxlat-testkit as a normal dependency (tests only)"
+            ));
+        }
+    }
+    if closure(g, "voxlat").contains("voxlat-server") {
+        out.push("voxlat depends on voxlat-server: the LLM server runs as its own process".into());
+    }
+    for p in ["voxlat-llm", "voxlat-pipeline"] {
+        if closure(g, p).contains("voxlat-bench") {
+            out.push(format!("{p} links the benchmark (voxlat-bench)"));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_workspace_keeps_its_layering() {
+    let out = Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let m: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata JSON");
+    let g = graph_from_metadata(&m);
+    assert!(g.contains_key("voxlat-server") && g.contains_key("voxlat-pipeline"));
+    let v = violations(&g);
+    assert!(v.is_empty(), "layering broken:\n{}", v.join("\n"));
+}
+
+#[test]
+fn each_rule_catches_the_graph_that_breaks_it() {
+    let edge = |g: &mut Graph, a: &str, b: &str| {
+        g.entry(a.into()).or_default().insert(b.into());
+    };
+    let mut ok = Graph::new();
+    edge(&mut ok, "voxlat", "voxlat-pipeline");
+    edge(&mut ok, "voxlat-pipeline", "voxlat-asr");
+    edge(&mut ok, "voxlat-pipeline", "voxlat-llm");
+    edge(&mut ok, "voxlat-asr", "whisper-rs");
+    edge(&mut ok, "voxlat-server", "llama-cpp-2");
+    assert!(violations(&ok).is_empty(), "{:?}", violations(&ok));
+    let broken: [(&str, &str, &str); 6] = [
+        (
+            "voxlat-server",
+            "voxlat-asr",
+            "voxlat-server links voxlat-asr",
+        ),
+        (
+            "voxlat-tts",
+            "voxlat-llm",
+            "stage crate voxlat-tts depends on stage crate voxlat-llm",
+        ),
+        (
+            "voxlat-pipeline",
+            "voxlat-testkit",
+            "voxlat-pipeline has voxlat-testkit",
+        ),
+        (
+            "voxlat-pipeline",
+            "voxlat-server",
+            "voxlat depends on voxlat-server",
+        ),
+        (
+            "voxlat-llm",
+            "voxlat-bench",
+            "voxlat-llm links the benchmark",
+        ),
+        ("voxlat-core", "whisper-rs", "whisper-rs"),
+    ];
+    for (a, b, said) in broken {
+        let mut g = ok.clone();
+        edge(&mut g, a, b);
+        if a == "voxlat-core" {
+            // Reached only through another crate: the server linking core must now fail.
+            edge(&mut g, "voxlat-server", "voxlat-core");
+        }
+        let v = violations(&g);
+        assert!(
+            v.iter().any(|m| m.contains(said)),
+            "{a} → {b} not caught: {v:?}"
+        );
+    }
+}
