@@ -11,6 +11,7 @@ fuzz_target!(|input: (u8, u8, &str)| {
     let config = ChunkerConfig {
         first_chunk_min_chars: usize::from(cap % 32),
         max_chars: usize::from(cap).max(1),
+        first_chunk_max_chars: usize::from(step).max(1),
     };
     let whole = Chunker::split(text, config);
     let mut c = Chunker::new(config);

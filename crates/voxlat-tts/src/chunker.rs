@@ -11,7 +11,9 @@
 //! - for the first chunk only, `, ; :` followed by whitespace and `，；：、`, once the chunk
 //!   has at least [`ChunkerConfig::first_chunk_min_chars`] characters;
 //! - the length cap [`ChunkerConfig::max_chars`], at the last space before it (or mid-word when
-//!   there is none, as in unspaced scripts).
+//!   there is none, as in unspaced scripts); the first chunk has a lower cap,
+//!   [`ChunkerConfig::first_chunk_max_chars`], so a reply with no early boundary (a digit
+//!   string, a list, code) is not waited for to its end before anything is spoken.
 //!
 //! Never boundaries: decimals and times (`3.14`, `7:30`, `3,000`: no whitespace follows),
 //! URLs and file names (same), ellipses (`...`), abbreviations (`Dr.`, `e.g.`, `U.S.`, `etc.`,
@@ -31,6 +33,9 @@ pub struct ChunkerConfig {
     pub first_chunk_min_chars: usize,
     /// No chunk is longer than this many characters (at least 1).
     pub max_chars: usize,
+    /// The first chunk is cut at the last space before this many characters when no boundary
+    /// came sooner. `usize::MAX` leaves it to `max_chars`.
+    pub first_chunk_max_chars: usize,
 }
 
 impl Default for ChunkerConfig {
@@ -41,6 +46,9 @@ impl Default for ChunkerConfig {
             first_chunk_min_chars: 16,
             // About two spoken sentences; longer chunks delay audio for no gain.
             max_chars: 240,
+            // About seven words: a first chunk Piper says in well under 200 ms on one core,
+            // still a phrase rather than a word or two.
+            first_chunk_max_chars: 40,
         }
     }
 }
@@ -160,6 +168,11 @@ fn find_boundary(buf: &str, first: bool, cfg: &ChunkerConfig, at_end: bool) -> O
 }
 
 fn scan_boundary(buf: &str, first: bool, cfg: &ChunkerConfig, at_end: bool) -> Option<usize> {
+    let cap = if first {
+        cfg.max_chars.min(cfg.first_chunk_max_chars.max(1))
+    } else {
+        cfg.max_chars
+    };
     let chars: Vec<(usize, char)> = buf.char_indices().collect();
     let byte_at = |k: usize| chars.get(k).map_or(buf.len(), |&(b, _)| b);
     // Length as it will be after whitespace is collapsed.
@@ -173,7 +186,7 @@ fn scan_boundary(buf: &str, first: bool, cfg: &ChunkerConfig, at_end: bool) -> O
             length += 1;
         }
         prev_space = space;
-        if length > cfg.max_chars {
+        if length > cap {
             return Some(cap_split(buf, i));
         }
         if c == '\n' {
@@ -184,7 +197,7 @@ fn scan_boundary(buf: &str, first: bool, cfg: &ChunkerConfig, at_end: bool) -> O
             // The whole run is judged at once (each dot of an ellipsis would otherwise be
             // judged again on its own), so it counts towards the cap here.
             length += run_end - k - 1;
-            if length > cfg.max_chars {
+            if length > cap {
                 return Some(cap_split(buf, i));
             }
             let Some(&(_, next)) = chars.get(run_end) else {
@@ -211,7 +224,7 @@ fn scan_boundary(buf: &str, first: bool, cfg: &ChunkerConfig, at_end: bool) -> O
         if WIDE_SENTENCE_ENDS.contains(&c) {
             let (_, run_end) = skip_run(&chars, k, WIDE_SENTENCE_ENDS);
             length += run_end - k - 1;
-            if length > cfg.max_chars {
+            if length > cap {
                 return Some(cap_split(buf, i));
             }
             if run_end == chars.len() && !at_end {
@@ -357,6 +370,7 @@ mod tests {
             let config = ChunkerConfig {
                 first_chunk_min_chars: 4,
                 max_chars,
+                first_chunk_max_chars: usize::MAX,
             };
             let mut by_scan = Vec::new();
             let mut rest = text.trim_start();
@@ -411,14 +425,34 @@ mod tests {
         );
     }
 
+    /// No early first chunk: neither at a clause nor at the first chunk's cap.
     fn chunks_no_early(text: &str) -> Vec<String> {
         Chunker::split(
             text,
             ChunkerConfig {
                 first_chunk_min_chars: usize::MAX,
+                first_chunk_max_chars: usize::MAX,
                 ..ChunkerConfig::default()
             },
         )
+    }
+
+    #[test]
+    fn a_first_chunk_without_a_boundary_is_cut_at_a_word_before_its_cap_while_streaming() {
+        let mut c = Chunker::default();
+        let mut first = Vec::new();
+        // A digit string: no clause or sentence end until the very end.
+        for d in "The numbers are 4 8 15 16 23 42 4 8 15 16 23 42 and so on.".split_inclusive(' ') {
+            first.extend(c.push(d));
+            if !first.is_empty() {
+                break;
+            }
+        }
+        assert_eq!(first, ["The numbers are 4 8 15 16 23 42 4 8 15"]);
+        assert!(first[0].chars().count() <= ChunkerConfig::default().first_chunk_max_chars);
+        // Later chunks keep the long cap.
+        let rest = c.push("and then a much longer second part of the reply goes on without any break ");
+        assert!(rest.is_empty(), "{rest:?}");
     }
 
     #[test]
@@ -479,7 +513,7 @@ mod tests {
     #[test]
     fn never_splits_decimals_times_or_thousands() {
         assert_eq!(
-            chunks("Pi is about 3.14 today and the train at 7:30 costs 3,000 yen in total. Ok."),
+            chunks_no_early("Pi is about 3.14 today and the train at 7:30 costs 3,000 yen in total. Ok."),
             [
                 "Pi is about 3.14 today and the train at 7:30 costs 3,000 yen in total.",
                 "Ok."
@@ -581,6 +615,7 @@ mod tests {
         let cfg = ChunkerConfig {
             first_chunk_min_chars: usize::MAX,
             max_chars: 20,
+            first_chunk_max_chars: usize::MAX,
         };
         let out = Chunker::split("one two three four five six seven eight nine", cfg);
         assert_eq!(out, ["one two three four", "five six seven eight", "nine"]);
@@ -592,6 +627,7 @@ mod tests {
         let cfg = ChunkerConfig {
             first_chunk_min_chars: usize::MAX,
             max_chars: 13,
+            first_chunk_max_chars: usize::MAX,
         };
         assert_eq!(
             Chunker::split("bold \"quoted.\"", cfg),
@@ -604,6 +640,7 @@ mod tests {
         let cfg = ChunkerConfig {
             first_chunk_min_chars: usize::MAX,
             max_chars: 4,
+            first_chunk_max_chars: usize::MAX,
         };
         assert_eq!(Chunker::split("abcdefghij", cfg), ["abcd", "efgh", "ij"]);
     }

@@ -120,9 +120,10 @@ fn run(config: ChunkerConfig, parts: &[&str]) -> Vec<String> {
 fn configs() -> impl Strategy<Value = ChunkerConfig> {
     prop_oneof![
         Just(ChunkerConfig::default()),
-        (1usize..40, 8usize..60).prop_map(|(min, max)| ChunkerConfig {
+        (1usize..40, 8usize..60, 4usize..80).prop_map(|(min, max, first_max)| ChunkerConfig {
             first_chunk_min_chars: min,
             max_chars: max,
+            first_chunk_max_chars: first_max,
         }),
     ]
 }
@@ -157,7 +158,12 @@ proptest! {
         cuts in prop::collection::vec(0.0f64..1.0, 0..20),
         config in configs(),
     ) {
-        for chunk in run(config, &deltas(&raw, &cuts)) {
+        let chunks = run(config, &deltas(&raw, &cuts));
+        if let Some(first) = chunks.first() {
+            let cap = config.max_chars.min(config.first_chunk_max_chars);
+            prop_assert!(first.chars().count() <= cap, "first chunk {:?} over {}", first, cap);
+        }
+        for chunk in chunks {
             prop_assert!(!chunk.is_empty());
             prop_assert_eq!(chunk.trim(), chunk.as_str());
             prop_assert!(!chunk.contains("  "), "uncollapsed space in {:?}", chunk);

@@ -281,7 +281,14 @@ impl<D: VoiceDetector> Endpointer<D> {
                         audio,
                     });
                 }
-                if silence_now >= EndpointerConfig::samples(self.cfg.hangover_ms) {
+                // The hangover runs from the refined end of speech, not from the VAD's last
+                // voiced frame: the 50–300 ms the VAD keeps calling breath and thumps voiced
+                // are silence the user already waited through.
+                let quiet_ns = end.0.saturating_sub(speech_end.0);
+                let hangover_ns = u64::from(self.cfg.hangover_ms) * 1_000_000;
+                if silence_now >= EndpointerConfig::samples(self.cfg.hangover_ms)
+                    || (silence_now > 0 && quiet_ns >= hangover_ns)
+                {
                     self.end_turn(end, false, events);
                 } else if self.utterance.len()
                     >= EndpointerConfig::samples(self.cfg.max_utterance_ms)
@@ -383,6 +390,40 @@ mod tests {
                 VadEvent::Endpoint { .. } => "endpoint",
             })
             .collect()
+    }
+
+    /// Speech (a 440 Hz tone), then 300 ms the detector still calls voiced but that holds no
+    /// speech-band energy (a DC offset, as a VAD's own trail or a breath would be to the
+    /// energy track), then silence.
+    #[test]
+    fn the_hangover_runs_from_the_refined_end_of_speech_not_the_vad_trail() {
+        let mut samples = vec![0.0f32; 500 * 16];
+        samples.extend((0..1000 * 16).map(|i| {
+            0.01 + 0.3 * (i as f32 * 2.0 * std::f32::consts::PI * 440.0 / 16_000.0).sin()
+        }));
+        samples.extend(std::iter::repeat_n(0.01f32, 300 * 16));
+        samples.extend(std::iter::repeat_n(0.0f32, 1500 * 16));
+        let mut ep = Endpointer::new(EndpointerConfig::default(), Scripted).unwrap();
+        let mut events = Vec::new();
+        for (k, frame) in samples.chunks(320).enumerate() {
+            let t_end = Nanos((((k + 1) * 320 - 1) as u64 * 1_000_000_000) / 16_000);
+            events.extend(ep.push(frame, t_end).unwrap());
+        }
+        let Some(VadEvent::Endpoint { speech_end, at, .. }) = events.last() else {
+            panic!("no endpoint: {:?}", kinds(&events));
+        };
+        // The tone ends at 1500 ms; the VAD's last voiced frame at 1800 ms.
+        assert!(
+            speech_end.0.abs_diff(1_500 * MS) <= 10 * MS,
+            "refined end {} ms",
+            speech_end.0 / MS
+        );
+        let hangover = at.0 - speech_end.0;
+        assert!(
+            (600 * MS..=620 * MS).contains(&hangover),
+            "endpoint {} ms after the end of speech, not 600 (the old rule gave about 900)",
+            hangover / MS
+        );
     }
 
     #[test]
