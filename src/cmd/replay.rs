@@ -2,7 +2,7 @@
 //! breakdown of user-stopped-speaking → first audio.
 
 use crate::common::llm::attach_llm;
-use crate::common::stages::{load_pipeline, ModelPaths};
+use crate::common::stages::{load_pipeline, ModelPaths, StageOptions};
 use crate::common::{parse_duration, shutdown_signal, telemetry_outcome, StopSignal};
 use crate::embedded::EmbeddedServer;
 use crate::report::print_report;
@@ -61,6 +61,10 @@ pub struct ReplayArgs {
     /// Directory for results (JSON, CSV, HTML) and the embedded server's log.
     #[arg(long, default_value = "results")]
     pub output_dir: PathBuf,
+    /// How a Whisper decode that ran away into a loop is decoded again: full-window,
+    /// wider-window (twice the fitted window, then the whole one), temperature or off.
+    #[arg(long, value_name = "HOW", default_value = "wider-window", value_parser = crate::common::parse_fallback)]
+    pub asr_fallback: voxlat_asr::engine::Fallback,
     /// Write each reply as a WAV into this directory.
     #[arg(long, value_name = "DIR")]
     pub save_replies: Option<PathBuf>,
@@ -177,6 +181,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         "asr": models.whisper.display().to_string(),
         "tts": models.voice.display().to_string(),
         "onnxruntime": models.runtime.display().to_string(),
+        "asr_fallback": args.asr_fallback.name(),
         "llm": endpoint.base_url.value,
         "llm_model": llm_model,
     });
@@ -192,7 +197,11 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         eprintln!("metrics on {url}");
     }
 
-    let pipeline = load_pipeline(cfg, &budget, &models, endpoint, args.idle_timeout)?;
+    let opts = StageOptions {
+        llm_idle_timeout: args.idle_timeout,
+        asr_fallback: args.asr_fallback,
+    };
+    let pipeline = load_pipeline(cfg, &budget, &models, endpoint, opts)?;
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

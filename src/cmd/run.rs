@@ -3,7 +3,7 @@
 //! session's results in replay's schema.
 
 use crate::common::llm::attach_llm;
-use crate::common::stages::{load_pipeline, ModelPaths};
+use crate::common::stages::{load_pipeline, ModelPaths, StageOptions};
 use crate::common::{shutdown_signal, telemetry_outcome};
 use crate::report::{live::turn_line, print_report};
 use anyhow::{Context, Result};
@@ -94,6 +94,10 @@ pub struct RunArgs {
     /// Directory for results and the embedded server's log.
     #[arg(long, default_value = "results")]
     pub output_dir: PathBuf,
+    /// How a Whisper decode that ran away into a loop is decoded again: full-window,
+    /// wider-window (twice the fitted window, then the whole one), temperature or off.
+    #[arg(long, value_name = "HOW", default_value = "wider-window", value_parser = crate::common::parse_fallback)]
+    pub asr_fallback: voxlat_asr::engine::Fallback,
     /// Write each reply as a WAV into this directory.
     #[arg(long, value_name = "DIR")]
     pub save_replies: Option<PathBuf>,
@@ -211,7 +215,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         &budget,
     )?;
     let llm_url = endpoint.base_url.value.clone();
-    let pipeline = load_pipeline(cfg, &budget, &models, endpoint, Duration::from_secs(60))?;
+    let opts = StageOptions {
+        llm_idle_timeout: Duration::from_secs(60),
+        asr_fallback: args.asr_fallback,
+    };
+    let pipeline = load_pipeline(cfg, &budget, &models, endpoint, opts)?;
 
     let input_info = serde_json::json!({
         "device": capture.device,
@@ -226,6 +234,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         "asr": models.whisper.display().to_string(),
         "tts": models.voice.display().to_string(),
         "onnxruntime": models.runtime.display().to_string(),
+        "asr_fallback": args.asr_fallback.name(),
         "llm": llm_url,
         "host": host.id().name(),
         "input": input_info,

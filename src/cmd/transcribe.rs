@@ -22,14 +22,12 @@ pub struct TranscribeArgs {
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
     /// How a decode that ran away into a loop is decoded again: full-window (encode Whisper's
-    /// whole 30 s window), temperature (sample at 0.2, then 0.4) or off.
-    #[arg(long, value_name = "HOW", default_value = "full-window", value_parser = parse_fallback)]
+    /// whole 30 s window), wider-window (twice the fitted window, then the whole one),
+    /// temperature (sample at 0.2, then 0.4) or off.
+    #[arg(long, value_name = "HOW", default_value = "wider-window", value_parser = crate::common::parse_fallback)]
     pub fallback: Fallback,
 }
 
-fn parse_fallback(s: &str) -> Result<Fallback, String> {
-    Fallback::parse(s).ok_or_else(|| format!("{s:?} is not one of full-window, temperature, off"))
-}
 
 pub fn whisper_model_path(explicit: Option<PathBuf>) -> Result<PathBuf> {
     if let Some(p) = explicit {

@@ -9,6 +9,13 @@ pub mod stages;
 pub use duration::parse_duration;
 pub use signal::{shutdown_signal, StopSignal};
 
+use voxlat_asr::engine::Fallback;
+
+/// `--fallback` / `--asr-fallback`: how a Whisper decode that ran away is decoded again.
+pub fn parse_fallback(s: &str) -> Result<Fallback, String> {
+    Fallback::parse(s).ok_or_else(|| format!("{s:?} is not one of full-window, wider-window, temperature, off"))
+}
+
 /// Reads a WAV at the pipeline's rate for a command that goes through several files: a file
 /// that cannot be read is reported on stderr (and `None` returned) so the others still run.
 pub fn read_wav_reporting(file: &std::path::Path) -> Option<voxlat_audio::wav::Decoded> {

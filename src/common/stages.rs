@@ -1,7 +1,8 @@
 //! The product's stages, loaded the one way every command loads them.
 
 use anyhow::Result;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use voxlat_asr::engine::Fallback;
 use std::time::Duration;
 use voxlat_core::threads::ThreadBudget;
 use voxlat_llm::{ClientOptions, LlmClient};
@@ -47,49 +48,49 @@ pub fn runtime_path(store: &voxlat_models::Store) -> Result<PathBuf> {
     Ok(store.ready_path(RUNTIME_MODEL, RUNTIME_FILE)?)
 }
 
+/// How the stages run, beyond their models.
+#[derive(Clone, Copy, Debug)]
+pub struct StageOptions {
+    /// Longest silence between two reads of the LLM stream.
+    pub llm_idle_timeout: Duration,
+    /// How a Whisper decode that ran away is decoded again.
+    pub asr_fallback: Fallback,
+}
+
 /// Whisper and Piper on their worker threads, and the LLM client, as one pipeline.
 pub fn load_pipeline(
     cfg: PipelineConfig,
     budget: &ThreadBudget,
     models: &ModelPaths,
     endpoint: voxlat_llm::config::Endpoint,
-    llm_idle_timeout: Duration,
+    opts: StageOptions,
 ) -> Result<Pipeline> {
-    let (asr, tts, client) = load_stages(
-        budget,
-        &models.whisper,
-        &models.voice,
-        models.runtime.clone(),
-        endpoint,
-        llm_idle_timeout,
-    )?;
+    let (asr, tts, client) = load_stages(budget, models, endpoint, opts)?;
     Ok(Pipeline::new(cfg, asr, tts, Box::new(client)))
 }
 
 /// Whisper and Piper on their worker threads, and the LLM client.
 fn load_stages(
     budget: &ThreadBudget,
-    whisper: &Path,
-    voice: &Path,
-    runtime: PathBuf,
+    models: &ModelPaths,
     endpoint: voxlat_llm::config::Endpoint,
-    llm_idle_timeout: Duration,
+    opts: StageOptions,
 ) -> Result<(AsrWorker, TtsWorker, LlmClient)> {
     eprintln!(
         "loading Whisper ({} threads) and Piper ({} thread)…",
         budget.asr, budget.tts
     );
-    let asr = AsrWorker::start(whisper, budget.asr)?;
+    let asr = AsrWorker::start(&models.whisper, budget.asr, opts.asr_fallback)?;
     let tts_opts = voxlat_tts::piper::VoiceOptions {
         intra_threads: budget.tts,
-        runtime: Some(runtime),
+        runtime: Some(models.runtime.clone()),
         ..Default::default()
     };
-    let tts = TtsWorker::start(voice, tts_opts)?;
+    let tts = TtsWorker::start(&models.voice, tts_opts)?;
     let client = LlmClient::new(
         endpoint,
         ClientOptions {
-            idle_timeout: llm_idle_timeout,
+            idle_timeout: opts.llm_idle_timeout,
             ..ClientOptions::default()
         },
     )?;

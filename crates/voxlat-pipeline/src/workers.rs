@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
-use voxlat_asr::engine::{AsrError, Transcript, WhisperEngine};
+use voxlat_asr::engine::{AsrError, Fallback, Transcript, WhisperEngine};
 use voxlat_core::{clock, Nanos, Timeline};
 use voxlat_tts::piper::{Voice, VoiceOptions};
 use voxlat_tts::stream::{ChunkAudio, Synthesize, TtsStream};
@@ -37,9 +37,14 @@ pub struct AsrWorker {
 
 impl AsrWorker {
     /// Whisper: loads the model on the worker thread; returns once it is ready (or failed).
-    pub fn start(model: &Path, threads: usize) -> Result<AsrWorker, StageError> {
+    pub fn start(model: &Path, threads: usize, fallback: Fallback) -> Result<AsrWorker, StageError> {
         let model = model.to_path_buf();
-        AsrWorker::spawn(move || WhisperEngine::load(&model, threads))
+        AsrWorker::spawn(move || {
+            WhisperEngine::load(&model, threads).map(|mut e| {
+                e.set_fallback(fallback);
+                e
+            })
+        })
     }
 
     /// Any transcriber, made by `load` on the worker thread.
