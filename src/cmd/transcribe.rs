@@ -28,7 +28,6 @@ pub struct TranscribeArgs {
     pub fallback: Fallback,
 }
 
-
 pub fn whisper_model_path(explicit: Option<PathBuf>) -> Result<PathBuf> {
     if let Some(p) = explicit {
         return Ok(p);

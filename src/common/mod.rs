@@ -13,7 +13,8 @@ use voxlat_asr::engine::Fallback;
 
 /// `--fallback` / `--asr-fallback`: how a Whisper decode that ran away is decoded again.
 pub fn parse_fallback(s: &str) -> Result<Fallback, String> {
-    Fallback::parse(s).ok_or_else(|| format!("{s:?} is not one of full-window, wider-window, temperature, off"))
+    Fallback::parse(s)
+        .ok_or_else(|| format!("{s:?} is not one of full-window, wider-window, temperature, off"))
 }
 
 /// Reads a WAV at the pipeline's rate for a command that goes through several files: a file

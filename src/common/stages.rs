@@ -2,8 +2,8 @@
 
 use anyhow::Result;
 use std::path::PathBuf;
-use voxlat_asr::engine::Fallback;
 use std::time::Duration;
+use voxlat_asr::engine::Fallback;
 use voxlat_core::threads::ThreadBudget;
 use voxlat_llm::{ClientOptions, LlmClient};
 use voxlat_pipeline::workers::{AsrWorker, TtsWorker};

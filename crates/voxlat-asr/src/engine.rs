@@ -62,8 +62,8 @@ impl Fallback {
             Fallback::WiderWindow,
             Fallback::Temperature,
         ]
-            .into_iter()
-            .find(|f| f.name() == s)
+        .into_iter()
+        .find(|f| f.name() == s)
     }
 
     /// `(audio_ctx, temperature)` of each retry after the first decode.

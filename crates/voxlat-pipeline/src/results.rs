@@ -86,8 +86,8 @@ impl ReplayResults {
             path: path.to_path_buf(),
             source,
         })?;
-        let v: serde_json::Value = serde_json::from_slice(&bytes)
-            .map_err(|e| invalid(format!("not JSON: {e}")))?;
+        let v: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|e| invalid(format!("not JSON: {e}")))?;
         let h = voxlat_core::report::read_header(&v).map_err(|e| invalid(e.to_string()))?;
         if h.kind != "replay" {
             return Err(LoadError::Kind {

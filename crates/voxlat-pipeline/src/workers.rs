@@ -37,7 +37,11 @@ pub struct AsrWorker {
 
 impl AsrWorker {
     /// Whisper: loads the model on the worker thread; returns once it is ready (or failed).
-    pub fn start(model: &Path, threads: usize, fallback: Fallback) -> Result<AsrWorker, StageError> {
+    pub fn start(
+        model: &Path,
+        threads: usize,
+        fallback: Fallback,
+    ) -> Result<AsrWorker, StageError> {
         let model = model.to_path_buf();
         AsrWorker::spawn(move || {
             WhisperEngine::load(&model, threads).map(|mut e| {

@@ -3,6 +3,7 @@
 //! through the real endpointer.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -13,7 +14,7 @@ use voxlat_pipeline::fake::{FakeAsr, FakeLlm, FakeTts};
 use voxlat_pipeline::workers::{AsrWorker, TtsWorker};
 use voxlat_pipeline::{
     LoadedTurn, Pipeline, PipelineConfig, Scenario, Session, SessionError, SessionOptions,
-    SourceClock, SourceEvent, TurnMeta, TurnOutcome, VirtualSink,
+    SourceClock, SourceEvent, TurnMeta, TurnOutcome, TurnRecord, VirtualSink,
 };
 use voxlat_vad::VadEvent;
 
@@ -107,22 +108,37 @@ fn live(opts: SessionOptions) -> SessionOptions {
     }
 }
 
-#[test]
-fn a_turn_on_fakes_streams_through_every_stage_and_its_segments_add_up() {
-    let f = Fakes::new();
+/// A live session on the fakes' pipeline. `user` plays the source, alongside the session;
+/// the first turn's record is returned.
+fn first_live_turn<U, Fut>(f: &Fakes, user: U) -> TurnRecord
+where
+    U: FnOnce(mpsc::Sender<SourceEvent>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     let p = f.pipeline(PipelineConfig::default());
     let sink = VirtualSink;
     let (tx, rx) = mpsc::channel(16);
-    let rec = rt().block_on(async {
+    rt().block_on(async {
         let mut s = Session::new(&p, &sink, rx, SessionOptions::default(), TurnMeta::live);
+        let user = tokio::spawn(user(tx));
+        let rec = s
+            .next_turn()
+            .await
+            .expect("no session error")
+            .expect("a turn");
+        user.await.expect("the scripted user");
+        rec
+    })
+}
+
+#[test]
+fn a_turn_on_fakes_streams_through_every_stage_and_its_segments_add_up() {
+    let f = Fakes::new();
+    let rec = first_live_turn(&f, |tx| async move {
         tx.send(vad(VadEvent::SpeechStart { at: clock::now() }))
             .await
             .unwrap();
         tx.send(endpoint(false)).await.unwrap();
-        s.next_turn()
-            .await
-            .expect("no session error")
-            .expect("a turn")
     });
     assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
     assert_eq!(rec.turn, "turn-1");
@@ -169,14 +185,9 @@ fn a_turn_on_fakes_streams_through_every_stage_and_its_segments_add_up() {
 #[test]
 fn a_confirmed_provisional_end_keeps_the_speculative_transcript() {
     let f = Fakes::new();
-    let p = f.pipeline(PipelineConfig::default());
-    let sink = VirtualSink;
-    let (tx, rx) = mpsc::channel(16);
-    let rec = rt().block_on(async {
-        let mut s = Session::new(&p, &sink, rx, SessionOptions::default(), TurnMeta::live);
+    let rec = first_live_turn(&f, |tx| async move {
         tx.send(provisional()).await.unwrap();
         tx.send(endpoint(true)).await.unwrap();
-        s.next_turn().await.unwrap().unwrap()
     });
     assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
     assert!(rec.speculative_asr);
@@ -190,11 +201,7 @@ fn a_confirmed_provisional_end_keeps_the_speculative_transcript() {
 #[test]
 fn a_retraction_drops_the_speculation_and_the_endpoint_transcribes_again() {
     let f = Fakes::new();
-    let p = f.pipeline(PipelineConfig::default());
-    let sink = VirtualSink;
-    let (tx, rx) = mpsc::channel(16);
-    let rec = rt().block_on(async {
-        let mut s = Session::new(&p, &sink, rx, SessionOptions::default(), TurnMeta::live);
+    let rec = first_live_turn(&f, |tx| async move {
         tx.send(provisional()).await.unwrap();
         let now = clock::now();
         tx.send(vad(VadEvent::Retracted {
@@ -204,7 +211,6 @@ fn a_retraction_drops_the_speculation_and_the_endpoint_transcribes_again() {
         .await
         .unwrap();
         tx.send(endpoint(false)).await.unwrap();
-        s.next_turn().await.unwrap().unwrap()
     });
     assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
     assert!(!rec.speculative_asr);
@@ -216,22 +222,12 @@ fn a_retraction_drops_the_speculation_and_the_endpoint_transcribes_again() {
 fn speech_during_the_reply_cancels_the_turn_and_abandons_the_llm_request() {
     let mut f = Fakes::new();
     f.llm.ttft = 2_000 * MS;
-    let p = f.pipeline(PipelineConfig::default());
-    let sink = VirtualSink;
-    let (tx, rx) = mpsc::channel(16);
-    let rec = rt().block_on(async {
-        let mut s = Session::new(&p, &sink, rx, SessionOptions::default(), TurnMeta::live);
+    let rec = first_live_turn(&f, |tx| async move {
         tx.send(endpoint(false)).await.unwrap();
-        let user = tokio::spawn(async move {
-            tokio::time::sleep(200 * MS).await;
-            tx.send(vad(VadEvent::SpeechStart { at: clock::now() }))
-                .await
-                .unwrap();
-            tx
-        });
-        let rec = s.next_turn().await.unwrap().unwrap();
-        drop(user.await);
-        rec
+        tokio::time::sleep(200 * MS).await;
+        tx.send(vad(VadEvent::SpeechStart { at: clock::now() }))
+            .await
+            .unwrap();
     });
     assert_eq!(rec.outcome, TurnOutcome::Interrupted);
     let i = rec.interrupted.as_ref().expect("interruption recorded");
@@ -250,24 +246,14 @@ fn speech_during_the_reply_cancels_the_turn_and_abandons_the_llm_request() {
 fn a_barge_in_stops_a_reply_that_is_playing() {
     let mut f = Fakes::new();
     f.llm.itl = 300 * MS;
-    let p = f.pipeline(PipelineConfig::default());
-    let sink = VirtualSink;
-    let (tx, rx) = mpsc::channel(16);
-    let rec = rt().block_on(async {
-        let mut s = Session::new(&p, &sink, rx, SessionOptions::default(), TurnMeta::live);
+    let rec = first_live_turn(&f, |tx| async move {
         tx.send(endpoint(false)).await.unwrap();
-        let user = tokio::spawn(async move {
-            tokio::time::sleep(800 * MS).await;
-            tx.send(SourceEvent::BargeIn {
-                onset: clock::now(),
-            })
-            .await
-            .unwrap();
-            tx
-        });
-        let rec = s.next_turn().await.unwrap().unwrap();
-        drop(user.await);
-        rec
+        tokio::time::sleep(800 * MS).await;
+        tx.send(SourceEvent::BargeIn {
+            onset: clock::now(),
+        })
+        .await
+        .unwrap();
     });
     assert_eq!(rec.outcome, TurnOutcome::Interrupted);
     let i = rec.interrupted.as_ref().expect("interruption recorded");

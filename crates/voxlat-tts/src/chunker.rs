@@ -451,7 +451,8 @@ mod tests {
         assert_eq!(first, ["The numbers are 4 8 15 16 23 42 4 8 15"]);
         assert!(first[0].chars().count() <= ChunkerConfig::default().first_chunk_max_chars);
         // Later chunks keep the long cap.
-        let rest = c.push("and then a much longer second part of the reply goes on without any break ");
+        let rest =
+            c.push("and then a much longer second part of the reply goes on without any break ");
         assert!(rest.is_empty(), "{rest:?}");
     }
 
@@ -513,7 +514,9 @@ mod tests {
     #[test]
     fn never_splits_decimals_times_or_thousands() {
         assert_eq!(
-            chunks_no_early("Pi is about 3.14 today and the train at 7:30 costs 3,000 yen in total. Ok."),
+            chunks_no_early(
+                "Pi is about 3.14 today and the train at 7:30 costs 3,000 yen in total. Ok."
+            ),
             [
                 "Pi is about 3.14 today and the train at 7:30 costs 3,000 yen in total.",
                 "Ok."
