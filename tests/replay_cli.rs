@@ -165,7 +165,66 @@ fn a_bad_scenario_is_named_and_the_others_still_run() {
         "{all}"
     );
     assert!(all.contains("broken.toml"), "{all}");
-    assert!(all.contains("hangover ms") && all.contains("600"), "{all}");
+    assert!(all.contains("webrtc, hangover 600"), "{all}");
+}
+
+/// The policy sweep on the pause scenarios: the plain 600 ms rule is the baseline row, and
+/// each high threshold gets a row. At 0.9 Smart Turn hears the sentence-final pause inside
+/// both utterances as the end of the turn (P ≈ 0.92–0.99) and splits them; at 0.99 it does
+/// not. This is why the turn model is off by default.
+#[test]
+fn the_turn_policy_sweep_has_a_baseline_row_and_shows_the_pause_cut_offs() {
+    let dir = tempfile::tempdir().unwrap();
+    let pauses = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/pauses.toml");
+    let o = common::voxlat()
+        .args(["replay", "--sweep-turn-high", "0.9,0.99", "--output-dir"])
+        .arg(dir.path())
+        .arg(&pauses)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let file = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().contains("sweep-"))
+        .expect("the sweep's JSON");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let rows = doc["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3, "{out}");
+    assert!(rows[0]["policy"]["turn"].is_null(), "baseline first: {out}");
+    assert_eq!(rows[0]["cut_off_rate"], 0.0, "{out}");
+    assert_eq!(rows[1]["split"], 2, "0.9 splits both: {out}");
+    assert_eq!(rows[2]["split"], 0, "0.99 splits neither: {out}");
+    assert!(doc["turn_score_ms"]["n"].as_u64().unwrap() > 0, "{out}");
+}
+
+#[test]
+fn inconsistent_turn_thresholds_name_the_flags() {
+    let o = common::voxlat()
+        .args([
+            "replay",
+            "--turn-model",
+            "smart-turn",
+            "--turn-high",
+            "0.6",
+            "--turn-low",
+            "0.8",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("--turn-low") && err.contains("--turn-model off"),
+        "{err}"
+    );
 }
 
 #[test]

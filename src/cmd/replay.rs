@@ -2,7 +2,8 @@
 //! breakdown of user-stopped-speaking → first audio.
 
 use crate::common::llm::attach_llm;
-use crate::common::stages::{load_pipeline, ModelPaths, StageOptions};
+use crate::common::stages::{load_pipeline, runtime_path, ModelPaths, StageOptions};
+use crate::common::turn::{load_turn_model, TurnArgs};
 use crate::common::{parse_duration, shutdown_signal, telemetry_outcome, StopSignal};
 use crate::embedded::EmbeddedServer;
 use crate::report::print_report;
@@ -15,6 +16,7 @@ use voxlat_core::table::{fmt_num, Table};
 use voxlat_core::threads::ThreadBudget;
 use voxlat_llm::Message;
 use voxlat_pipeline::results::{ReplayResults, ResultsWriter};
+use voxlat_pipeline::sweep::SweepPolicy;
 use voxlat_pipeline::{LoadedTurn, PipelineConfig, Scenario};
 use voxlat_vad::EndpointerConfig;
 
@@ -54,10 +56,17 @@ pub struct ReplayArgs {
     /// Silence (ms) after which ASR starts speculatively; 0 disables speculation.
     #[arg(long, default_value_t = 200)]
     pub provisional: u32,
+    #[command(flatten)]
+    pub turn: TurnArgs,
     /// Only run the endpointer over the scenarios for each hangover (ms) and report
     /// endpointing delay against cut-off rate, e.g. 200,300,500,800.
     #[arg(long, value_delimiter = ',', value_name = "MS,…")]
     pub sweep_hangover: Vec<u32>,
+    /// Only run the endpointer with the turn model for each high threshold (the other
+    /// --turn-* settings as given) and report delay against cut-off rate, with the plain
+    /// --hangover rule as the baseline row, e.g. 0.8,0.9,0.95,0.98.
+    #[arg(long, value_delimiter = ',', value_name = "P,…")]
+    pub sweep_turn_high: Vec<f32>,
     /// Directory for results (JSON, CSV, HTML) and the embedded server's log.
     #[arg(long, default_value = "results")]
     pub output_dir: PathBuf,
@@ -135,7 +144,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
             format!(" ({} skipped, listed above)", skipped.len())
         }
     );
-    let endpointer = EndpointerConfig {
+    let mut endpointer = EndpointerConfig {
         hangover_ms: args.hangover,
         provisional_ms: args.provisional,
         tail_ms: EndpointerConfig::default()
@@ -144,19 +153,26 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         ..EndpointerConfig::default()
     };
     endpointer.validate()?;
+    args.turn
+        .apply(&mut endpointer.turn, endpointer.hangover_ms)?;
     // Before the server starts or a model loads: an unwritable or full output directory must
     // not be discovered after the measuring.
     voxlat_core::fsio::ensure_writable_dir(&args.output_dir)?;
     if let Some(d) = &args.save_replies {
         voxlat_core::fsio::ensure_writable_dir(d)?;
     }
-    if !args.sweep_hangover.is_empty() {
+    if !args.sweep_hangover.is_empty() || !args.sweep_turn_high.is_empty() {
         return sweep(&args, &all_turns, &endpointer);
     }
 
     let budget = ThreadBudget::detect();
     let store = voxlat_models::Store::open_default(None)?;
     let models = ModelPaths::resolve(&store, None)?;
+    let turn_model = if args.turn.enabled() {
+        Some(load_turn_model(&store, &models.runtime)?)
+    } else {
+        None
+    };
     let mut cfg = PipelineConfig {
         endpointer,
         speculative_asr: args.provisional > 0,
@@ -182,6 +198,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         "tts": models.voice.display().to_string(),
         "onnxruntime": models.runtime.display().to_string(),
         "asr_fallback": args.asr_fallback.name(),
+        "turn_model": &args.turn.turn_model,
         "llm": endpoint.base_url.value,
         "llm_model": llm_model,
     });
@@ -201,7 +218,10 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         llm_idle_timeout: args.idle_timeout,
         asr_fallback: args.asr_fallback,
     };
-    let pipeline = load_pipeline(cfg, &budget, &models, endpoint, opts)?;
+    let mut pipeline = load_pipeline(cfg, &budget, &models, endpoint, opts)?;
+    if let Some(m) = turn_model {
+        pipeline = pipeline.with_turn_model(m);
+    }
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -330,9 +350,45 @@ fn plan(
 }
 
 fn sweep(args: &ReplayArgs, turns: &[LoadedTurn], base: &EndpointerConfig) -> Result<ExitCode> {
-    let rows = voxlat_pipeline::sweep::sweep(turns, base, &args.sweep_hangover)?;
+    let mut policies: Vec<SweepPolicy> = args
+        .sweep_hangover
+        .iter()
+        .map(|&h| SweepPolicy {
+            hangover_ms: h,
+            turn: None,
+        })
+        .collect();
+    let mut model = None;
+    if !args.sweep_turn_high.is_empty() {
+        if !args.sweep_hangover.contains(&base.hangover_ms) {
+            policies.insert(
+                0,
+                SweepPolicy {
+                    hangover_ms: base.hangover_ms,
+                    turn: None,
+                },
+            );
+        }
+        for &high in &args.sweep_turn_high {
+            let turn = voxlat_vad::TurnPolicy {
+                high,
+                ..base.turn.clone()
+            };
+            turn.validate(base.hangover_ms)
+                .map_err(|e| anyhow::anyhow!("--sweep-turn-high {high}: {e}"))?;
+            policies.push(SweepPolicy {
+                hangover_ms: base.hangover_ms,
+                turn: Some(turn),
+            });
+        }
+        // After the policies are checked: a bad threshold should not wait for a model.
+        let store = voxlat_models::Store::open_default(None)?;
+        model = Some(load_turn_model(&store, &runtime_path(&store)?)?);
+    }
+    let report = voxlat_pipeline::sweep::sweep(turns, base, &policies, model)?;
+    let rows = &report.rows;
     let mut t = Table::new(&[
-        "hangover ms",
+        "rule",
         "utterances",
         "split",
         "truncated",
@@ -340,9 +396,9 @@ fn sweep(args: &ReplayArgs, turns: &[LoadedTurn], base: &EndpointerConfig) -> Re
         "delay p50",
         "delay p95",
     ]);
-    for r in &rows {
+    for r in rows {
         t.row(vec![
-            r.hangover_ms.to_string(),
+            r.policy.label(),
             r.utterances.to_string(),
             r.split.to_string(),
             r.truncated.to_string(),
@@ -361,12 +417,20 @@ fn sweep(args: &ReplayArgs, turns: &[LoadedTurn], base: &EndpointerConfig) -> Re
         "Endpointing delay (decision − true end of speech, audio time) against cut-offs:\n{}",
         t.render()
     );
+    if let Some(s) = &report.score_ms {
+        println!(
+            "Each turn-model score also took P50 {} ms, P95 {} ms ({} scores, 1 thread); a decision after a score comes that much later.",
+            fmt_num(s.p50),
+            fmt_num(s.p95),
+            s.n
+        );
+    }
     voxlat_core::fsio::ensure_writable_dir(&args.output_dir)?;
     let path: PathBuf = Path::new(&args.output_dir).join(format!(
         "sweep-{}.json",
         voxlat_core::clock::wall_label_compact()
     ));
-    let doc = serde_json::json!({ "header": voxlat_core::report::ResultsHeader::new("sweep", env!("CARGO_PKG_VERSION")), "endpointer": base, "rows": rows });
+    let doc = serde_json::json!({ "header": voxlat_core::report::ResultsHeader::new("sweep", env!("CARGO_PKG_VERSION")), "endpointer": base, "rows": rows, "turn_score_ms": report.score_ms });
     voxlat_core::fsio::write_atomic(&path, serde_json::to_string_pretty(&doc)?.as_bytes())?;
     println!("Results: {}", path.display());
     Ok(ExitCode::SUCCESS)

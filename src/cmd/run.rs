@@ -4,6 +4,7 @@
 
 use crate::common::llm::attach_llm;
 use crate::common::stages::{load_pipeline, ModelPaths, StageOptions};
+use crate::common::turn::{load_turn_model, TurnArgs};
 use crate::common::{shutdown_signal, telemetry_outcome};
 use crate::report::{live::turn_line, print_report};
 use anyhow::{Context, Result};
@@ -69,6 +70,8 @@ pub struct RunArgs {
     /// webrtc-vad aggressiveness, 0–3.
     #[arg(long)]
     pub vad_mode: Option<u8>,
+    #[command(flatten)]
+    pub turn: TurnArgs,
     /// Never interrupt a reply, whatever the microphone hears.
     #[arg(long)]
     pub no_barge_in: bool,
@@ -144,7 +147,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         endpointer.mode = m;
     }
     endpointer.validate()?;
-    let listener = ListenerConfig {
+    args.turn
+        .apply(&mut endpointer.turn, endpointer.hangover_ms)?;
+    let mut listener = ListenerConfig {
         endpointer: endpointer.clone(),
         barge_in: !args.no_barge_in && file.barge_in.unwrap_or(true),
         barge_in_ratio: args
@@ -219,7 +224,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         llm_idle_timeout: Duration::from_secs(60),
         asr_fallback: args.asr_fallback,
     };
-    let pipeline = load_pipeline(cfg, &budget, &models, endpoint, opts)?;
+    let mut pipeline = load_pipeline(cfg, &budget, &models, endpoint, opts)?;
+    if args.turn.enabled() {
+        let m = load_turn_model(&store, &models.runtime)?;
+        listener.turn_model = Some(m.clone());
+        pipeline = pipeline.with_turn_model(m);
+    }
 
     let input_info = serde_json::json!({
         "device": capture.device,

@@ -5,6 +5,7 @@ pub mod duration;
 pub mod llm;
 pub mod signal;
 pub mod stages;
+pub mod turn;
 
 pub use duration::parse_duration;
 pub use signal::{shutdown_signal, StopSignal};

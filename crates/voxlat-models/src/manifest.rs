@@ -31,6 +31,8 @@ pub enum Role {
     Tts,
     Llm,
     Vad,
+    /// End-of-turn models.
+    Turn,
     Runtime,
     TestAudio,
 }
@@ -42,6 +44,7 @@ impl Role {
             Role::Tts => "tts",
             Role::Llm => "llm",
             Role::Vad => "vad",
+            Role::Turn => "turn",
             Role::Runtime => "runtime",
             Role::TestAudio => "test-audio",
         }

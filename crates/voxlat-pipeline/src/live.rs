@@ -130,9 +130,12 @@ mod tests {
     }
 }
 
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
 pub struct ListenerConfig {
     pub endpointer: EndpointerConfig,
+    /// Ends turns with `endpointer.turn` and this model instead of the plain hangover.
+    #[serde(skip)]
+    pub turn_model: Option<voxlat_vad::SharedScorer>,
     pub barge_in: bool,
     /// Microphone level over reply level that counts as the user speaking.
     pub barge_in_ratio: f32,
@@ -146,6 +149,7 @@ impl Default for ListenerConfig {
     fn default() -> Self {
         ListenerConfig {
             endpointer: EndpointerConfig::default(),
+            turn_model: None,
             barge_in: true,
             barge_in_ratio: 2.0,
             barge_in_floor_db: -45.0,
@@ -167,11 +171,7 @@ pub fn spawn_listener(
         .name("mic+vad".into())
         .spawn(move || {
             let send = |h: SourceEvent| tx.blocking_send(h).is_ok();
-            let ep = WebRtcDetector::new(cfg.endpointer.mode, cfg.endpointer.frame_ms)
-                .map_err(|e| e.to_string())
-                .and_then(|d| {
-                    Endpointer::new(cfg.endpointer.clone(), d).map_err(|e| e.to_string())
-                });
+            let ep = crate::source::endpointer(&cfg.endpointer, cfg.turn_model.clone());
             let mut ep = match ep {
                 Ok(e) => e,
                 Err(e) => {

@@ -44,10 +44,11 @@ impl Pipeline {
                 &turn.spec.transcript,
             )
         };
-        let (events, source) = match spawn_scenario_source(turn, &self.cfg) {
-            Ok(s) => s,
-            Err(e) => return failed(&e),
-        };
+        let (events, source) =
+            match spawn_scenario_source(turn, &self.cfg, self.turn_model().cloned()) {
+                Ok(s) => s,
+                Err(e) => return failed(&e),
+            };
         let opts = SessionOptions {
             clock: if self.cfg.fast {
                 SourceClock::Audio

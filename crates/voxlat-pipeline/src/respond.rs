@@ -17,6 +17,7 @@ use voxlat_llm::{ChatRequest, Message};
 use voxlat_tts::chunker::ChunkerConfig;
 use voxlat_tts::stream::ChunkAudio;
 use voxlat_tts::tail::CleanEndChunker;
+use voxlat_vad::SharedScorer;
 
 /// The stages a session drives, and how.
 pub struct Pipeline {
@@ -24,6 +25,8 @@ pub struct Pipeline {
     asr: AsrWorker,
     tts: TtsWorker,
     llm: Box<dyn Replier>,
+    /// The end-of-turn model each endpointer of this pipeline consults, if any.
+    turn_model: Option<SharedScorer>,
 }
 
 /// What a live caller sees of a turn as it happens.
@@ -56,7 +59,23 @@ impl Pipeline {
         tts: TtsWorker,
         llm: Box<dyn Replier>,
     ) -> Pipeline {
-        Pipeline { cfg, asr, tts, llm }
+        Pipeline {
+            cfg,
+            asr,
+            tts,
+            llm,
+            turn_model: None,
+        }
+    }
+
+    /// Ends turns with `cfg.endpointer.turn` and this model instead of the plain hangover.
+    pub fn with_turn_model(mut self, scorer: SharedScorer) -> Pipeline {
+        self.turn_model = Some(scorer);
+        self
+    }
+
+    pub fn turn_model(&self) -> Option<&SharedScorer> {
+        self.turn_model.as_ref()
     }
 
     /// Queues an utterance for transcription.

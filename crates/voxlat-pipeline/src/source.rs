@@ -9,14 +9,29 @@ use crate::session::SourceEvent;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use voxlat_core::{clock, Nanos};
-use voxlat_vad::{Endpointer, VadEvent, WebRtcDetector};
+use voxlat_vad::{Endpointer, EndpointerConfig, SharedScorer, VadEvent, WebRtcDetector};
 
 const FRAME: usize = 320;
+
+/// The product's endpointer: webrtc-vad frames, and the turn model when there is one.
+pub fn endpointer(
+    cfg: &EndpointerConfig,
+    turn_model: Option<SharedScorer>,
+) -> Result<Endpointer<WebRtcDetector>, String> {
+    let ep = WebRtcDetector::new(cfg.mode, cfg.frame_ms)
+        .and_then(|d| Endpointer::new(cfg.clone(), d))
+        .map_err(|e| e.to_string())?;
+    match turn_model {
+        Some(m) => ep.with_turn_model(m).map_err(|e| e.to_string()),
+        None => Ok(ep),
+    }
+}
 
 /// Starts feeding `turn`. The thread stops after the endpoint, or when the session goes.
 pub fn spawn_scenario_source(
     turn: &LoadedTurn,
     cfg: &PipelineConfig,
+    turn_model: Option<SharedScorer>,
 ) -> Result<(mpsc::Receiver<SourceEvent>, std::thread::JoinHandle<()>), TurnError> {
     let (tx, rx) = mpsc::channel::<SourceEvent>(64);
     let rate = voxlat_audio::PIPELINE_RATE as usize;
@@ -32,10 +47,7 @@ pub fn spawn_scenario_source(
         .name("source+vad".into())
         .spawn(move || {
             let send = |ev: SourceEvent| tx.blocking_send(ev).is_ok();
-            let mut ep = match WebRtcDetector::new(ep_cfg.mode, ep_cfg.frame_ms)
-                .map_err(|e| e.to_string())
-                .and_then(|d| Endpointer::new(ep_cfg, d).map_err(|e| e.to_string()))
-            {
+            let mut ep = match endpointer(&ep_cfg, turn_model) {
                 Ok(ep) => ep,
                 Err(e) => {
                     send(SourceEvent::Failed(e));

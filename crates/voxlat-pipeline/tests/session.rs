@@ -88,6 +88,7 @@ fn endpoint(confirms_provisional: bool) -> SourceEvent {
         at: now,
         audio: utterance(),
         confirms_provisional,
+        turn_probability: None,
         forced: false,
     })
 }
@@ -350,6 +351,7 @@ fn audio_time_is_anchored_at_the_endpoint_decision() {
                 at: at(10_000),
                 audio: utterance(),
                 confirms_provisional: false,
+                turn_probability: None,
                 forced: false,
             },
             received,
@@ -416,12 +418,54 @@ fn a_recorded_utterance_replays_through_the_real_endpointer() {
     assert!(err.abs() <= 40.0, "speech end off by {err} ms");
     let b = rec.breakdown.as_ref().unwrap();
     let endpointing = b.segments.iter().find(|s| s.name == "endpointing").unwrap();
-    // The 600 ms hangover runs from webrtc-vad's last voiced frame, which trails the refined
-    // end of speech: endpointing costs the hangover and that trail (about 100 ms here).
+    // The 600 ms hangover runs from the refined end of speech.
     let endpointing_ms = endpointing.ns as f64 / 1e6;
     assert!(
-        (600.0..=800.0).contains(&endpointing_ms),
+        (580.0..=660.0).contains(&endpointing_ms),
         "{endpointing_ms}"
     );
     assert_eq!(history.len(), 2, "the exchange is kept for a conversation");
+}
+
+/// The same clip with a turn model that is sure the turn is over: the pipeline's endpointer
+/// consults it, and the turn ends at its first score (200 ms of silence), not the hangover.
+#[test]
+fn a_confident_turn_model_ends_a_replayed_turn_before_the_hangover() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let scenario = Scenario::load(&dir.join("short-commands.toml")).expect("scenario");
+    let spec = scenario.turns.iter().find(|t| t.id == "digit-5").unwrap();
+    let turn = LoadedTurn::load(&scenario, spec).expect("clip");
+    let f = Fakes {
+        asr: FakeAsr::new(&["Five."], 20 * MS),
+        ..Fakes::new()
+    };
+    let scores = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = scores.clone();
+    let model: voxlat_vad::SharedScorer = std::sync::Arc::new(std::sync::Mutex::new(
+        voxlat_vad::turn::ScriptedScorer(move |_: &[f32]| {
+            counted.fetch_add(1, Ordering::Relaxed);
+            0.97
+        }),
+    ));
+    let p = f
+        .pipeline(PipelineConfig {
+            fast: true,
+            ..PipelineConfig::default()
+        })
+        .with_turn_model(model);
+    let rt = rt();
+    let rec = rt.block_on(p.replay_turn(&turn, &mut Vec::new(), 0, false, None));
+    assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
+    let b = rec.breakdown.as_ref().unwrap();
+    let endpointing = b.segments.iter().find(|s| s.name == "endpointing").unwrap();
+    let endpointing_ms = endpointing.ns as f64 / 1e6;
+    assert!(
+        (180.0..=260.0).contains(&endpointing_ms),
+        "{endpointing_ms}"
+    );
+    assert_eq!(
+        scores.load(Ordering::Relaxed),
+        1,
+        "one score decided the turn"
+    );
 }

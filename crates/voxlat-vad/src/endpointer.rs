@@ -20,6 +20,8 @@
 
 use crate::detector::VoiceDetector;
 use crate::energy::EnergyTrack;
+use crate::turn::policy::LastScore;
+use crate::turn::{Decision, SharedScorer, TurnPolicy};
 use crate::{VadError, RATE};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -49,6 +51,9 @@ pub struct EndpointerConfig {
     pub tail_ms: u32,
     /// A turn longer than this is ended regardless.
     pub max_utterance_ms: u32,
+    /// With a turn model attached ([`Endpointer::with_turn_model`]), this replaces the plain
+    /// hangover rule.
+    pub turn: TurnPolicy,
 }
 
 impl Default for EndpointerConfig {
@@ -62,6 +67,7 @@ impl Default for EndpointerConfig {
             hangover_ms: 600,
             tail_ms: 150,
             max_utterance_ms: 30_000,
+            turn: TurnPolicy::default(),
         }
     }
 }
@@ -107,6 +113,8 @@ pub enum VadEvent {
         audio: Vec<f32>,
         /// The preceding provisional end stands (same audio): speculative work is valid.
         confirms_provisional: bool,
+        /// The turn model's last probability that the turn was complete, when one decided.
+        turn_probability: Option<f32>,
         /// Ended by `max_utterance_ms` or the end of the input, not by silence.
         forced: bool,
     },
@@ -123,6 +131,7 @@ enum State {
         voiced_len: usize,
         silence: usize,
         provisional_at: Option<Nanos>,
+        last_score: LastScore,
     },
 }
 
@@ -137,6 +146,7 @@ pub struct Endpointer<D: VoiceDetector> {
     period_ns: f64,
     /// Speech-band energy, for refining `speech_end`.
     energy: EnergyTrack,
+    scorer: Option<SharedScorer>,
 }
 
 impl<D: VoiceDetector> Endpointer<D> {
@@ -152,7 +162,18 @@ impl<D: VoiceDetector> Endpointer<D> {
             energy: EnergyTrack::new(RATE),
             cfg,
             detector,
+            scorer: None,
         })
+    }
+
+    /// Ends turns by `cfg.turn` with this end-of-turn model instead of the plain hangover.
+    pub fn with_turn_model(mut self, scorer: SharedScorer) -> Result<Endpointer<D>, VadError> {
+        self.cfg
+            .turn
+            .validate(self.cfg.hangover_ms)
+            .map_err(VadError::Config)?;
+        self.scorer = Some(scorer);
+        Ok(self)
     }
 
     pub fn config(&self) -> &EndpointerConfig {
@@ -188,7 +209,7 @@ impl<D: VoiceDetector> Endpointer<D> {
     pub fn finish(&mut self, t_end: Nanos) -> Vec<VadEvent> {
         let mut events = Vec::new();
         if let State::Speaking { .. } = self.state {
-            self.end_turn(t_end, true, &mut events);
+            self.end_turn(t_end, true, None, &mut events);
         }
         events
     }
@@ -241,6 +262,7 @@ impl<D: VoiceDetector> Endpointer<D> {
                         voiced_len,
                         silence: 0,
                         provisional_at: None,
+                        last_score: None,
                     };
                     events.push(VadEvent::SpeechStart { at: speech_start });
                 }
@@ -250,6 +272,7 @@ impl<D: VoiceDetector> Endpointer<D> {
                 voiced_len,
                 silence,
                 provisional_at,
+                last_score,
                 ..
             } => {
                 self.utterance.extend_from_slice(frame);
@@ -257,6 +280,7 @@ impl<D: VoiceDetector> Endpointer<D> {
                     *last_voiced_end = end;
                     *voiced_len = self.utterance.len();
                     *silence = 0;
+                    *last_score = None;
                     if let Some(p) = provisional_at.take() {
                         events.push(VadEvent::Retracted {
                             at: end,
@@ -267,6 +291,7 @@ impl<D: VoiceDetector> Endpointer<D> {
                     *silence += fs;
                 }
                 let silence_now = *silence;
+                let mut score = *last_score;
                 let provisional_due = cfg.provisional_ms > 0
                     && provisional_at.is_none()
                     && silence_now >= EndpointerConfig::samples(cfg.provisional_ms);
@@ -286,14 +311,49 @@ impl<D: VoiceDetector> Endpointer<D> {
                 // are silence the user already waited through.
                 let quiet_ns = end.0.saturating_sub(speech_end.0);
                 let hangover_ns = u64::from(self.cfg.hangover_ms) * 1_000_000;
-                if silence_now >= EndpointerConfig::samples(self.cfg.hangover_ms)
+                let samples = EndpointerConfig::samples;
+                let mut commit = None;
+                if let Some(scorer) = &self.scorer {
+                    let mut took = std::time::Duration::ZERO;
+                    let policy = &self.cfg.turn;
+                    loop {
+                        let decision = if silence_now >= samples(policy.max_ms) {
+                            Decision::Commit
+                        } else if silence_now == 0 {
+                            Decision::Wait
+                        } else {
+                            policy.decide(quiet_ns, self.cfg.hangover_ms, score)
+                        };
+                        match decision {
+                            Decision::Wait => break,
+                            Decision::Score => {
+                                let s = scorer
+                                    .lock()
+                                    .unwrap_or_else(|p| p.into_inner())
+                                    .score(&self.utterance)?;
+                                took += s.took;
+                                score = Some((quiet_ns, s.probability));
+                            }
+                            Decision::Commit => {
+                                // The decision is made once the model has answered.
+                                let at = Nanos(end.0 + took.as_nanos() as u64);
+                                commit = Some((at, score.map(|(_, p)| p)));
+                                break;
+                            }
+                        }
+                    }
+                } else if silence_now >= samples(self.cfg.hangover_ms)
                     || (silence_now > 0 && quiet_ns >= hangover_ns)
                 {
-                    self.end_turn(end, false, events);
-                } else if self.utterance.len()
-                    >= EndpointerConfig::samples(self.cfg.max_utterance_ms)
-                {
-                    self.end_turn(end, true, events);
+                    commit = Some((end, None));
+                }
+                if let State::Speaking { last_score, .. } = &mut self.state {
+                    *last_score = score;
+                }
+                if let Some((at, probability)) = commit {
+                    self.end_turn(at, false, probability, events);
+                } else if self.utterance.len() >= samples(self.cfg.max_utterance_ms) {
+                    self.end_turn(end, true, None, events);
                 }
             }
         }
@@ -306,7 +366,13 @@ impl<D: VoiceDetector> Endpointer<D> {
         self.utterance[..end].to_vec()
     }
 
-    fn end_turn(&mut self, at: Nanos, forced: bool, events: &mut Vec<VadEvent>) {
+    fn end_turn(
+        &mut self,
+        at: Nanos,
+        forced: bool,
+        turn_probability: Option<f32>,
+        events: &mut Vec<VadEvent>,
+    ) {
         if let State::Speaking {
             speech_start,
             last_voiced_end,
@@ -322,6 +388,7 @@ impl<D: VoiceDetector> Endpointer<D> {
                 at,
                 audio,
                 confirms_provisional: provisional_at.is_some() && !forced,
+                turn_probability,
                 forced,
             });
         }
@@ -585,6 +652,100 @@ mod tests {
                 "slice {slice}"
             );
         }
+    }
+
+    /// Runs `pattern` with a scripted turn model whose probability is `p(utterance samples)`.
+    fn run_with_model(
+        pattern: &[(bool, u32)],
+        p: impl FnMut(&[f32]) -> f32 + Send + 'static,
+    ) -> Vec<VadEvent> {
+        let mut samples = Vec::new();
+        for &(v, ms) in pattern {
+            samples.extend(std::iter::repeat_n(
+                if v { 0.5f32 } else { 0.0 },
+                (ms * 16) as usize,
+            ));
+        }
+        let scorer: SharedScorer =
+            std::sync::Arc::new(std::sync::Mutex::new(crate::turn::ScriptedScorer(p)));
+        let mut ep = Endpointer::new(EndpointerConfig::default(), Scripted)
+            .unwrap()
+            .with_turn_model(scorer)
+            .unwrap();
+        let mut events = Vec::new();
+        for (k, frame) in samples.chunks(320).enumerate() {
+            let t_end = Nanos((((k + 1) * 320 - 1) as u64 * 1_000_000_000) / 16_000);
+            events.extend(ep.push(frame, t_end).unwrap());
+        }
+        events
+    }
+
+    fn endpoint_delay_ms(ev: &[VadEvent]) -> Vec<(u64, Option<f32>)> {
+        ev.iter()
+            .filter_map(|e| match e {
+                VadEvent::Endpoint {
+                    speech_end,
+                    at,
+                    turn_probability,
+                    ..
+                } => Some((at.0.saturating_sub(speech_end.0) / MS, *turn_probability)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_confident_turn_model_ends_the_turn_at_the_first_score() {
+        let ev = run_with_model(&[(false, 300), (true, 800), (false, 1000)], |_| 0.97);
+        assert_eq!(kinds(&ev), ["start", "provisional", "endpoint"]);
+        let d = endpoint_delay_ms(&ev);
+        assert!((200..=220).contains(&d[0].0), "{d:?}");
+        assert_eq!(d[0].1, Some(0.97));
+    }
+
+    #[test]
+    fn an_unsure_turn_model_holds_through_a_pause_the_hangover_would_cut() {
+        let pattern = [
+            (false, 300),
+            (true, 800),
+            (false, 800),
+            (true, 600),
+            (false, 2000),
+        ];
+        // The plain 600 ms rule splits this turn in two.
+        let plain = run(EndpointerConfig::default(), &pattern, 320);
+        assert_eq!(
+            kinds(&plain).iter().filter(|k| **k == "endpoint").count(),
+            2
+        );
+        // A model that hears the first part as unfinished (P = 0.2) and the whole as done.
+        let first_part = (300 + 800 + 800) * 16;
+        let ev = run_with_model(
+            &pattern,
+            move |a| if a.len() <= first_part { 0.2 } else { 0.8 },
+        );
+        assert_eq!(
+            kinds(&ev),
+            [
+                "start",
+                "provisional",
+                "retracted",
+                "provisional",
+                "endpoint"
+            ],
+            "one turn"
+        );
+        // 0.8 is below the high threshold: committed at the hangover's fresh score.
+        let d = endpoint_delay_ms(&ev);
+        assert!((600..=620).contains(&d[0].0), "{d:?}");
+    }
+
+    #[test]
+    fn a_turn_model_that_never_agrees_is_capped_at_the_longest_hold() {
+        let ev = run_with_model(&[(false, 300), (true, 800), (false, 2500)], |_| 0.05);
+        let d = endpoint_delay_ms(&ev);
+        let cap = u64::from(TurnPolicy::default().max_ms);
+        assert!((cap..=cap + 20).contains(&d[0].0), "{d:?}");
     }
 
     #[test]

@@ -11,9 +11,11 @@ pub mod endpointer;
 pub mod energy;
 #[cfg(feature = "silero")]
 pub mod silero;
+pub mod turn;
 
 pub use detector::{VoiceDetector, WebRtcDetector};
 pub use endpointer::{Endpointer, EndpointerConfig, VadEvent};
+pub use turn::{SharedScorer, TurnPolicy, TurnScore, TurnScorer};
 
 /// The rate every detector here works at.
 pub const RATE: u32 = 16_000;
@@ -28,6 +30,11 @@ pub enum VadError {
     Frame(usize),
     #[error("invalid endpointer setting: {0}")]
     Config(String),
+    #[error("turn model {path}: {detail}. Run `voxlat models fetch smart-turn-v3.2`")]
+    TurnModel {
+        path: std::path::PathBuf,
+        detail: String,
+    },
     #[error("Silero VAD model {path}: {detail}. Run `voxlat models fetch silero-vad`")]
     Silero {
         path: std::path::PathBuf,

@@ -1,0 +1,159 @@
+//! Smart Turn's front end and probability against upstream's Python code.
+//!
+//! `tests/fixtures/smart-turn.json` was written by `scripts/smart-turn-reference.py`, which
+//! computes the features with Hugging Face's `WhisperFeatureExtractor` and runs the model on
+//! Python's ONNX Runtime: a different implementation of the same front end. Each clip is a
+//! sample range of a 16 kHz WAV read as int16 / 32768, as the script reads it.
+#![cfg(feature = "silero")]
+
+use serde_json::Value;
+use std::path::PathBuf;
+use voxlat_vad::turn::features::{FeatureExtractor, FRAMES, MELS};
+use voxlat_vad::turn::smart_turn::SmartTurn;
+use voxlat_vad::TurnScorer;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn store() -> voxlat_models::Store {
+    voxlat_models::Store::open_default(None).expect("models cache")
+}
+
+fn need(model: &str, file: &str) -> PathBuf {
+    store()
+        .ready_path(model, file)
+        .unwrap_or_else(|e| panic!("{e}. Run `cargo run -- models fetch --all` first"))
+}
+
+fn read_i16(path: &PathBuf) -> Vec<f32> {
+    let mut r = hound::WavReader::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(r.spec().sample_rate, 16_000, "{}", path.display());
+    r.samples::<i16>()
+        .map(|s| f32::from(s.expect("a sample")) / 32768.0)
+        .collect()
+}
+
+struct Clip {
+    name: String,
+    audio: Vec<f32>,
+    probability: f64,
+    max: f64,
+    mean: f64,
+    sampled: Vec<f64>,
+}
+
+fn clips() -> (usize, Vec<Clip>) {
+    let text =
+        std::fs::read_to_string(root().join("crates/voxlat-vad/tests/fixtures/smart-turn.json"))
+            .expect("fixture");
+    let v: Value = serde_json::from_str(&text).expect("fixture JSON");
+    let stride = v["stride"].as_u64().expect("stride") as usize;
+    let clips = v["clips"]
+        .as_array()
+        .expect("clips")
+        .iter()
+        .map(|c| {
+            let wav = c["wav"].as_str().expect("wav");
+            let path = if wav == "jfk" {
+                need("jfk-sample", "jfk.wav")
+            } else {
+                root().join(wav)
+            };
+            let all = read_i16(&path);
+            let start = c["start"].as_u64().expect("start") as usize;
+            let end = c["end"].as_u64().map_or(all.len(), |e| e as usize);
+            Clip {
+                name: c["name"].as_str().expect("name").to_string(),
+                audio: all[start..end].to_vec(),
+                probability: c["probability"].as_f64().expect("probability"),
+                max: c["max"].as_f64().expect("max"),
+                mean: c["mean"].as_f64().expect("mean"),
+                sampled: c["sampled"]
+                    .as_array()
+                    .expect("sampled")
+                    .iter()
+                    .map(|x| x.as_f64().expect("a value"))
+                    .collect(),
+            }
+        })
+        .collect();
+    (stride, clips)
+}
+
+#[test]
+fn features_match_the_python_reference_within_1e_4() {
+    let (stride, clips) = clips();
+    assert!(clips.len() >= 4);
+    let mut fe = FeatureExtractor::new();
+    let mut out = Vec::new();
+    for c in &clips {
+        fe.compute(&c.audio, &mut out);
+        assert_eq!(out.len(), MELS * FRAMES);
+        let ours: Vec<f64> = out.iter().step_by(stride).map(|&v| f64::from(v)).collect();
+        assert_eq!(ours.len(), c.sampled.len(), "{}", c.name);
+        let worst = ours
+            .iter()
+            .zip(&c.sampled)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        assert!(
+            worst <= 1e-4,
+            "{}: worst feature difference {worst:e}",
+            c.name
+        );
+        let max = out.iter().copied().fold(f32::MIN, f32::max);
+        let mean = out.iter().map(|&v| f64::from(v)).sum::<f64>() / out.len() as f64;
+        assert!((f64::from(max) - c.max).abs() <= 1e-4, "{}: max", c.name);
+        assert!(
+            (mean - c.mean).abs() <= 1e-4,
+            "{}: mean {mean} vs {}",
+            c.name,
+            c.mean
+        );
+    }
+}
+
+#[test]
+fn probability_matches_the_python_reference_within_1e_3() {
+    let (_, clips) = clips();
+    let mut model = SmartTurn::new(
+        &need("smart-turn-v3.2", "smart-turn-v3.2-cpu.onnx"),
+        &need("onnxruntime", "libonnxruntime.so.1.32.0"),
+    )
+    .expect("the model loads");
+    let mut spread = (f64::MAX, f64::MIN);
+    for c in &clips {
+        let p = f64::from(model.score(&c.audio).expect("a score").probability);
+        assert!(
+            (p - c.probability).abs() <= 1e-3,
+            "{}: P = {p}, Python says {}",
+            c.name,
+            c.probability
+        );
+        spread = (spread.0.min(p), spread.1.max(p));
+    }
+    // The fixtures hold both confident and unsure turns, so a constant output cannot pass.
+    assert!(spread.1 - spread.0 > 0.2, "probabilities {spread:?}");
+}
+
+/// The buffer is normalised before the STFT (one published port skips it): a 6 dB quieter
+/// copy of a clip must give nearly the reference's features (the variance's epsilon and the
+/// log floor leave a little). Without normalisation the speech values would move by
+/// log10(4) / 4 ≈ 0.15.
+#[test]
+fn a_quieter_copy_gives_the_same_features_because_the_buffer_is_normalised() {
+    let (stride, clips) = clips();
+    let c = &clips[0];
+    let mut fe = FeatureExtractor::new();
+    let mut out = Vec::new();
+    let quiet: Vec<f32> = c.audio.iter().map(|s| s * 0.5).collect();
+    fe.compute(&quiet, &mut out);
+    let worst = out
+        .iter()
+        .step_by(stride)
+        .zip(&c.sampled)
+        .map(|(a, b)| (f64::from(*a) - b).abs())
+        .fold(0.0, f64::max);
+    assert!(worst <= 1e-2, "normalisation should undo a gain: {worst:e}");
+}

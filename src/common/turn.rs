@@ -1,0 +1,72 @@
+//! `--turn-model` and its thresholds, shared by `replay` and `run`.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use voxlat_vad::turn::smart_turn::SmartTurn;
+use voxlat_vad::{SharedScorer, TurnPolicy};
+
+pub const TURN_MODEL: &str = "smart-turn-v3.2";
+pub const TURN_FILE: &str = "smart-turn-v3.2-cpu.onnx";
+
+#[derive(Args, Debug, Clone)]
+pub struct TurnArgs {
+    /// End-of-turn rule: off (the plain silence hangover) or smart-turn (Smart Turn v3.2
+    /// scores the turn after a short silence: a confident "done" ends it early, an unsure one
+    /// holds past the hangover). Off by default: on the bundled real speech it also calls
+    /// pauses at sentence boundaries "done" (`voxlat replay --sweep-turn-high`, README).
+    #[arg(long, value_name = "MODEL", default_value = "off", value_parser = ["smart-turn", "off"])]
+    pub turn_model: String,
+    /// Silence (ms) before the first score. [default: 200]
+    #[arg(long, value_name = "MS")]
+    pub turn_first: Option<u32>,
+    /// Commit at once when P(turn complete) is at least this. [default: 0.9]
+    #[arg(long, value_name = "P")]
+    pub turn_high: Option<f32>,
+    /// From the hangover on, commit when P is at least this. [default: 0.5]
+    #[arg(long, value_name = "P")]
+    pub turn_low: Option<f32>,
+    /// Longest silence (ms) held for an unsure turn. [default: 1600]
+    #[arg(long, value_name = "MS")]
+    pub turn_max: Option<u32>,
+}
+
+impl TurnArgs {
+    pub fn enabled(&self) -> bool {
+        self.turn_model == "smart-turn"
+    }
+
+    /// The flags given, over `policy`; names the flag when the result is inconsistent.
+    pub fn apply(&self, policy: &mut TurnPolicy, hangover_ms: u32) -> Result<()> {
+        if let Some(v) = self.turn_first {
+            policy.first_ms = v;
+        }
+        if let Some(v) = self.turn_high {
+            policy.high = v;
+        }
+        if let Some(v) = self.turn_low {
+            policy.low = v;
+        }
+        if let Some(v) = self.turn_max {
+            policy.max_ms = v;
+        }
+        if self.enabled() {
+            policy.validate(hangover_ms).map_err(|e| {
+                anyhow::anyhow!(
+                    "{e} (--turn-first, --turn-high, --turn-low, --turn-max, --hangover), or pass --turn-model off"
+                )
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Loads Smart Turn from the models cache onto `runtime`.
+pub fn load_turn_model(store: &voxlat_models::Store, runtime: &Path) -> Result<SharedScorer> {
+    let path = store
+        .ready_path(TURN_MODEL, TURN_FILE)
+        .context("the turn model is missing; fetch it, or pass --turn-model off")?;
+    let model = SmartTurn::new(&path, runtime)?;
+    Ok(Arc::new(Mutex::new(model)))
+}
