@@ -58,6 +58,10 @@ pub struct ReplayArgs {
     pub provisional: u32,
     #[command(flatten)]
     pub turn: TurnArgs,
+    /// Start the reply (LLM, chunker, TTS) at the provisional end and hold its audio until
+    /// the endpoint; the user resuming cancels it (the request is dropped, nothing plays).
+    #[arg(long)]
+    pub speculative_reply: bool,
     /// Only run the endpointer over the scenarios for each hangover (ms) and report
     /// endpointing delay against cut-off rate, e.g. 200,300,500,800.
     #[arg(long, value_delimiter = ',', value_name = "MS,…")]
@@ -176,6 +180,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     let mut cfg = PipelineConfig {
         endpointer,
         speculative_asr: args.provisional > 0,
+        speculative_reply: args.speculative_reply,
         fast: args.fast,
         max_tokens: args.max_tokens,
         save_replies: args.save_replies.clone(),

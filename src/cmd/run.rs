@@ -72,6 +72,10 @@ pub struct RunArgs {
     pub vad_mode: Option<u8>,
     #[command(flatten)]
     pub turn: TurnArgs,
+    /// Start the reply at the provisional end and hold its audio until the endpoint, as
+    /// `voxlat replay --speculative-reply`.
+    #[arg(long)]
+    pub speculative_reply: bool,
     /// Never interrupt a reply, whatever the microphone hears.
     #[arg(long)]
     pub no_barge_in: bool,
@@ -195,6 +199,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let mut cfg = PipelineConfig {
         endpointer: endpointer.clone(),
         speculative_asr: endpointer.provisional_ms > 0,
+        speculative_reply: args.speculative_reply,
         fast: false,
         lead_silence_ms: 0,
         max_tokens: args.max_tokens.or(file.max_tokens).unwrap_or(48),

@@ -118,6 +118,29 @@ pub fn print_report(r: &ReplayResults) {
             a.asr_fallbacks, c.n, c.p50, c.p95, c.max
         );
     }
+    let measured = r.turns.iter().filter(|t| !t.warmup);
+    let (mut hits, mut misses, mut wasted, mut early) = (0, 0, 0.0, Vec::new());
+    for t in measured {
+        misses += t.speculation_misses;
+        wasted += t.speculation_wasted_ms;
+        if let Some(s) = t.speculative_reply.as_ref().filter(|s| s.committed) {
+            hits += 1;
+            if let Some(ms) = s
+                .before_commit_ms
+                .get(&voxlat_core::EventKind::TtsFirstAudio)
+            {
+                early.push(*ms);
+            }
+        }
+    }
+    if hits + misses > 0 {
+        let early = voxlat_core::stats::Summary::from_samples(&early, 0);
+        println!(
+            "Speculative replies: {hits} committed, {misses} discarded (the user resumed), {wasted:.0} ms of compute wasted; first audio was ready before the endpoint in {} of them{}.",
+            early.as_ref().map_or(0, |s| s.n),
+            early.map_or(String::new(), |s| format!(", by P50 {:.0} ms", s.p50))
+        );
+    }
     println!("{}", r.timing_note);
     if !r.skipped.is_empty() {
         println!("\nSkipped ({}), not measured:", r.skipped.len());

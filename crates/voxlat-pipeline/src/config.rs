@@ -9,6 +9,10 @@ pub struct PipelineConfig {
     pub endpointer: EndpointerConfig,
     /// Start ASR on a provisional endpoint; keep the result if the endpoint is confirmed.
     pub speculative_asr: bool,
+    /// Also start the reply (LLM, chunker, TTS) on a provisional end, holding its audio until
+    /// the endpoint commits it; the user resuming cancels it. Needs `speculative_asr`.
+    #[serde(default)]
+    pub speculative_reply: bool,
     /// Feed audio as fast as possible instead of in real time.
     pub fast: bool,
     /// Silence before each utterance, ms.
@@ -34,6 +38,7 @@ impl Default for PipelineConfig {
         PipelineConfig {
             endpointer: EndpointerConfig::default(),
             speculative_asr: true,
+            speculative_reply: false,
             fast: false,
             lead_silence_ms: 300,
             model: "default".into(),

@@ -22,6 +22,21 @@ pub enum TurnOutcome {
     Interrupted,
 }
 
+/// A reply started before its turn was committed (at the provisional end) and held until the
+/// endpoint. See docs/latency-model.md §7.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SpeculativeReply {
+    /// The endpoint confirmed it, so it was played.
+    pub committed: bool,
+    /// How long before the endpoint each boundary event really happened, ms, for the ones
+    /// that did (the breakdown counts them at the endpoint, as it does a speculative
+    /// transcript).
+    pub before_commit_ms: BTreeMap<EventKind, f64>,
+    /// Compute spent on it (Whisper, the LLM request while open, Piper), ms: the waste when
+    /// it was not committed.
+    pub compute_ms: f64,
+}
+
 /// A turn cut short by the user speaking.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Interruption {
@@ -123,6 +138,15 @@ pub struct TurnRecord {
     pub busy: Vec<BusySpan>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<Interruption>,
+    /// This turn's reply was speculative (started before the endpoint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speculative_reply: Option<SpeculativeReply>,
+    /// Speculative replies discarded since the previous turn (the user resumed), and the
+    /// compute they cost, ms.
+    #[serde(default)]
+    pub speculation_misses: u32,
+    #[serde(default)]
+    pub speculation_wasted_ms: f64,
 }
 
 impl TurnRecord {
@@ -174,7 +198,46 @@ impl TurnRecord {
             llm: None,
             busy: Vec::new(),
             interrupted: None,
+            speculative_reply: None,
+            speculation_misses: 0,
+            speculation_wasted_ms: 0.0,
         }
+    }
+
+    /// A speculative reply committed at `endpoint`: boundary events stamped before it count
+    /// at it, as a speculative transcript does (docs/latency-model.md §7); how early each
+    /// really came is kept in `speculative_reply`.
+    pub fn commit_speculation(&mut self, endpoint: Nanos) {
+        let mut spec = SpeculativeReply {
+            committed: true,
+            compute_ms: self.compute_ms(),
+            ..SpeculativeReply::default()
+        };
+        let after_endpoint = VOICE_TO_VOICE
+            .steps
+            .iter()
+            .map(|s| s.to)
+            .skip_while(|&e| e != EventKind::Endpoint)
+            .skip(1);
+        for e in after_endpoint {
+            if let Some(t) = self.events.get_mut(&e) {
+                if *t < endpoint {
+                    spec.before_commit_ms
+                        .insert(e, voxlat_core::clock::ns_to_ms(endpoint.signed_since(*t)));
+                    *t = endpoint;
+                }
+            }
+        }
+        self.speculative_reply = Some(spec);
+    }
+
+    /// Whisper, LLM and Piper busy time in this turn, ms.
+    pub fn compute_ms(&self) -> f64 {
+        self.busy
+            .iter()
+            .filter(|b| matches!(b.stage.as_str(), "asr" | "llm" | "tts"))
+            .map(|b| voxlat_core::clock::ns_to_ms(b.to.signed_since(b.from)).max(0.0))
+            .sum()
     }
 
     pub fn snapshot(&self) -> TimelineSnapshot {

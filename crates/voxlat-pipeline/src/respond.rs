@@ -11,7 +11,7 @@ use crate::stages::Replier;
 use crate::workers::{AsrResult, AsrWorker, TtsMsg, TtsWorker};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use voxlat_core::{clock, EventKind, Nanos, Timeline};
 use voxlat_llm::{ChatRequest, Message};
 use voxlat_tts::chunker::ChunkerConfig;
@@ -50,7 +50,13 @@ pub(crate) struct TurnCtx<'a> {
     pub output: &'a dyn Output,
     pub cancel: Cancel,
     pub progress: &'a ProgressFn,
+    /// A speculative reply: its audio is held until this carries the commit (the endpoint),
+    /// and never plays if `cancel` fires first.
+    pub hold: Option<Hold>,
 }
+
+/// When a held reply may play: `Some(endpoint)` once the turn is committed.
+pub(crate) type Hold = watch::Receiver<Option<Nanos>>;
 
 impl Pipeline {
     pub fn new(
@@ -101,6 +107,7 @@ impl Pipeline {
             output,
             cancel,
             progress,
+            hold,
         } = cx;
         let asr = tokio::select! {
             r = asr => r.map_err(|_| TurnError::AsrWorkerGone)?,
@@ -135,6 +142,10 @@ impl Pipeline {
         let req = self.request(system_prompt, history, &transcript.text);
         let (audio_tx, audio_rx) = mpsc::unbounded_channel::<ChunkAudio>();
         let rate = self.tts.sample_rate;
+        let audio_rx = match hold {
+            Some(h) => held(audio_rx, h, cancel.clone()),
+            None => audio_rx,
+        };
         let sink = tokio::spawn(output.play(tl.clone(), audio_rx, rate, cancel.clone()));
         let tts_cancel = Arc::new(AtomicBool::new(false));
         self.tts.send(TtsMsg::Begin {
@@ -196,10 +207,12 @@ impl Pipeline {
             }
         };
         self.tts.send(TtsMsg::End);
+        // An abandoned request was busy until it was dropped.
         rec.push_span(
             "llm",
             tl.get(EventKind::LlmSent),
-            tl.get(EventKind::LlmDone),
+            tl.get(EventKind::LlmDone)
+                .or_else(|| aborted.then(clock::now)),
         );
         let played = sink.await.map_err(|e| TurnError::Output(e.to_string()))?;
         tts_cancel.store(true, Ordering::Release);
@@ -234,7 +247,11 @@ impl Pipeline {
         }
         rec.chunks = played.chunks;
         let onset = *cancel.borrow();
-        if let Some(onset) = onset.filter(|_| aborted || played.stopped_at.is_some()) {
+        // Cancelled with nothing heard (a speculative reply whose user resumed) is an
+        // interruption too, not a reply without audio.
+        if let Some(onset) =
+            onset.filter(|_| aborted || played.stopped_at.is_some() || played.samples.is_empty())
+        {
             let during = if tl.get(EventKind::PlayoutStart).is_some() {
                 "playout"
             } else if aborted {
@@ -308,6 +325,30 @@ fn interrupt(rec: &mut TurnRecord, stage: &str, onset: Nanos) {
         reaction_ms: None,
         llm_aborted: false,
     });
+}
+
+/// Forwards the reply's audio once `hold` carries the commit; drops it all (nothing plays)
+/// when `cancel` fires first.
+fn held(
+    mut audio: mpsc::UnboundedReceiver<ChunkAudio>,
+    mut hold: Hold,
+    cancel: Cancel,
+) -> mpsc::UnboundedReceiver<ChunkAudio> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let go = tokio::select! {
+            r = hold.wait_for(|c| c.is_some()) => r.is_ok(),
+            _ = cancelled(cancel) => false,
+        };
+        if go {
+            while let Some(c) = audio.recv().await {
+                if tx.send(c).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    rx
 }
 
 /// Resolves with the barge-in onset once `cancel` carries one; never if its sender is gone

@@ -10,6 +10,9 @@
 //! speech start or barge-in while a turn is in flight ─→ that turn is cancelled
 //! ```
 //!
+//! With `speculative_reply`, the provisional end starts the whole turn, held: its audio waits
+//! for the endpoint's commit, and a retraction cancels it (a miss, counted in the next turn).
+//!
 //! Every turn gets its own timeline and request ID. Source times are on the process clock
 //! when the source is paced (replay in real time, the microphone); an unpaced replay runs on
 //! audio time, which is mapped onto the process clock at the moment the endpointer decides,
@@ -17,8 +20,8 @@
 
 use crate::error::{SessionError, TurnError};
 use crate::output::Output;
-use crate::record::{BusySpan, TurnOutcome, TurnRecord};
-use crate::respond::{Pipeline, Progress, ProgressFn, TurnCtx};
+use crate::record::{BusySpan, SpeculativeReply, TurnOutcome, TurnRecord};
+use crate::respond::{Hold, Pipeline, Progress, ProgressFn, TurnCtx};
 use crate::workers::AsrResult;
 use std::future::Future;
 use std::pin::Pin;
@@ -106,18 +109,44 @@ type Labels<'p> = Box<dyn FnMut(u32) -> TurnMeta + Send + 'p>;
 struct InFlight<'p> {
     fut: TurnFuture<'p>,
     cancel: watch::Sender<Option<Nanos>>,
+    /// A speculative reply not committed yet: the endpoint's facts go here, and its audio is
+    /// released through `hold`. Dropping it (the user resumed) makes the reply a miss.
+    uncommitted: Option<(oneshot::Sender<Commit>, watch::Sender<Option<Nanos>>)>,
 }
 
-/// An utterance the endpointer closed, waiting for its turn.
-struct Endpointed {
+/// What the endpoint tells a turn: everything about the user's utterance.
+struct Commit {
     speech_start: Nanos,
     speech_end: Nanos,
     received: Nanos,
     vad_error_ms: Option<f64>,
-    asr: oneshot::Receiver<AsrResult>,
     speculative: bool,
     retractions: u32,
     busy: Vec<BusySpan>,
+}
+
+impl Commit {
+    fn apply(self, tl: &Timeline, rec: &mut TurnRecord) {
+        tl.mark_at(EventKind::SpeechStart, self.speech_start);
+        tl.mark_at(EventKind::SpeechEnd, self.speech_end);
+        tl.mark_at(EventKind::Endpoint, self.received);
+        rec.speculative_asr = self.speculative;
+        rec.retractions = self.retractions;
+        rec.vad_speech_end_error_ms = self.vad_error_ms;
+        rec.busy.extend(self.busy);
+    }
+}
+
+/// The endpoint's facts, known when the turn starts or still to come (a held reply).
+enum Facts {
+    Known(Commit),
+    Pending(oneshot::Receiver<Commit>),
+}
+
+/// An utterance the endpointer closed, waiting for its turn.
+struct Endpointed {
+    commit: Commit,
+    asr: oneshot::Receiver<AsrResult>,
 }
 
 /// What the session has heard since the last endpoint.
@@ -142,6 +171,8 @@ pub struct Session<'p> {
     turn: Option<InFlight<'p>>,
     waiting: Option<Endpointed>,
     started: u32,
+    /// Speculative replies discarded since the last turn returned, and their compute (ms).
+    misses: (u32, f64),
     source_open: bool,
     ended: bool,
     last_activity: Instant,
@@ -168,6 +199,7 @@ impl<'p> Session<'p> {
             turn: None,
             waiting: None,
             started: 0,
+            misses: (0, 0.0),
             source_open: true,
             ended: false,
             last_activity: Instant::now(),
@@ -222,10 +254,18 @@ impl<'p> Session<'p> {
                     });
                 }
                 r = async { self.turn.as_mut().map(|t| t.fut.as_mut()).expect("guarded").await }, if self.turn.is_some() => {
-                    let (rec, history) = r;
+                    let (mut rec, history) = r;
                     self.history = history;
                     self.turn = None;
                     self.last_activity = Instant::now();
+                    if let Some(spec) = rec.speculative_reply.as_ref().filter(|s| !s.committed) {
+                        self.misses.0 += 1;
+                        self.misses.1 += spec.compute_ms;
+                        continue;
+                    }
+                    rec.speculation_misses = self.misses.0;
+                    rec.speculation_wasted_ms = self.misses.1;
+                    self.misses = (0, 0.0);
                     return Ok(Some(rec));
                 }
                 ev = self.events.recv(), if self.source_open => match ev {
@@ -253,12 +293,21 @@ impl<'p> Session<'p> {
             }
             VadEvent::Provisional { audio, .. } => {
                 if self.pipeline.cfg.speculative_asr {
-                    self.listening.speculative = Some(self.pipeline.transcribe(audio));
+                    let job = self.pipeline.transcribe(audio);
+                    if self.pipeline.cfg.speculative_reply
+                        && self.turn.is_none()
+                        && self.waiting.is_none()
+                    {
+                        self.start_held(job);
+                    } else {
+                        self.listening.speculative = Some(job);
+                    }
                 }
             }
-            VadEvent::Retracted { .. } => {
+            VadEvent::Retracted { at, .. } => {
                 self.listening.retractions += 1;
                 self.listening.speculative = None;
+                self.drop_uncommitted(at);
             }
             VadEvent::Endpoint {
                 speech_start,
@@ -272,15 +321,20 @@ impl<'p> Session<'p> {
                 let heard = std::mem::take(&mut self.listening);
                 // Source times → process clock: identity when paced; anchored at the
                 // decision when in audio time.
-                let map = |t: Nanos| match self.opts.clock {
+                let clock_kind = self.opts.clock;
+                let map = |t: Nanos| match clock_kind {
                     SourceClock::Process => t,
                     SourceClock::Audio => {
                         Nanos(received.0.saturating_sub(at.0.saturating_sub(t.0)))
                     }
                 };
+                let held = self.turn.as_ref().is_some_and(|t| t.uncommitted.is_some());
+                if held && !confirms_provisional {
+                    // A forced end: its audio is not what the reply was started on.
+                    self.drop_uncommitted(at);
+                }
                 let spec = heard.speculative.filter(|_| confirms_provisional);
-                let speculative = spec.is_some();
-                let asr = spec.unwrap_or_else(|| self.pipeline.transcribe(audio));
+                let speculative = spec.is_some() || (held && confirms_provisional);
                 let end = heard.truth.unwrap_or(speech_end);
                 let mut busy: Vec<BusySpan> = heard
                     .vad_busy
@@ -296,49 +350,102 @@ impl<'p> Session<'p> {
                     from: map(end),
                     to: received,
                 });
-                self.waiting = Some(Endpointed {
+                let commit = Commit {
                     speech_start: map(speech_start),
                     speech_end: map(end),
                     received,
                     vad_error_ms: heard
                         .truth
                         .map(|t| clock::ns_to_ms(speech_end.signed_since(t))),
-                    asr,
                     speculative,
                     retractions: heard.retractions,
                     busy,
-                });
+                };
+                if let Some((facts, hold)) = self
+                    .turn
+                    .as_mut()
+                    .filter(|_| confirms_provisional)
+                    .and_then(|t| t.uncommitted.take())
+                {
+                    // The speculative reply stands: same audio, so the same transcript.
+                    self.started += 1;
+                    (self.progress)(Progress::Started(self.started));
+                    let _ = facts.send(commit);
+                    let _ = hold.send(Some(received));
+                    return;
+                }
+                let asr = spec.unwrap_or_else(|| self.pipeline.transcribe(audio));
+                self.waiting = Some(Endpointed { commit, asr });
             }
         }
     }
 
-    fn cancel_turn(&self, onset: Nanos) {
-        if let Some(t) = &self.turn {
+    fn cancel_turn(&mut self, onset: Nanos) {
+        if let Some(t) = &mut self.turn {
+            t.uncommitted = None;
             if t.cancel.borrow().is_none() {
                 let _ = t.cancel.send(Some(onset));
             }
         }
     }
 
+    /// The user resumed: a speculative reply not yet committed is cancelled (its LLM request
+    /// dropped, its audio never played) and counted as a miss.
+    fn drop_uncommitted(&mut self, at: Nanos) {
+        if self.turn.as_ref().is_some_and(|t| t.uncommitted.is_some()) {
+            self.cancel_turn(at);
+        }
+    }
+
     fn start(&mut self, e: Endpointed) {
         self.started += 1;
         let meta = (self.labels)(self.started);
+        let progress = self.progress.clone();
+        self.launch(meta, e.asr, Facts::Known(e.commit), progress, None);
+    }
+
+    /// A speculative reply, from the provisional end's transcription: it runs through TTS
+    /// but is held (and quiet) until the endpoint commits it.
+    fn start_held(&mut self, asr: oneshot::Receiver<AsrResult>) {
+        let meta = (self.labels)(self.started + 1);
+        let (facts, facts_rx) = oneshot::channel();
+        let (hold, hold_rx) = watch::channel(None);
+        // Nothing is shown of a reply that may never be spoken.
+        let quiet: Arc<ProgressFn> = Arc::new(|_| {});
+        self.launch(meta, asr, Facts::Pending(facts_rx), quiet, Some(hold_rx));
+        if let Some(t) = &mut self.turn {
+            t.uncommitted = Some((facts, hold));
+        }
+    }
+
+    fn launch(
+        &mut self,
+        meta: TurnMeta,
+        asr: oneshot::Receiver<AsrResult>,
+        facts: Facts,
+        progress: Arc<ProgressFn>,
+        hold: Option<Hold>,
+    ) {
         let pipeline = self.pipeline;
         let output = self.output;
-        let progress = self.progress.clone();
         let mut history = std::mem::take(&mut self.history);
         let (cancel, cancel_rx) = watch::channel(None);
-        progress(Progress::Started(self.started));
+        if matches!(facts, Facts::Known(_)) {
+            progress(Progress::Started(self.started));
+        }
         let fut = Box::pin(async move {
             let tl = Arc::new(Timeline::new(RequestId::new()));
-            tl.mark_at(EventKind::SpeechStart, e.speech_start);
-            tl.mark_at(EventKind::SpeechEnd, e.speech_end);
-            tl.mark_at(EventKind::Endpoint, e.received);
             let mut rec = blank_record(&meta, &tl);
-            rec.speculative_asr = e.speculative;
-            rec.retractions = e.retractions;
-            rec.vad_speech_end_error_ms = e.vad_error_ms;
-            rec.busy = e.busy;
+            let (known, pending) = match facts {
+                Facts::Known(c) => (Some(c), None),
+                Facts::Pending(rx) => (None, Some(rx)),
+            };
+            // A held reply's transcript is not bound to an endpoint yet: its stamps are
+            // raised to the endpoint at the commit instead.
+            let endpoint = known.as_ref().map_or(Nanos(0), |c| c.received);
+            if let Some(c) = known {
+                c.apply(&tl, &mut rec);
+            }
             let system_prompt = meta
                 .system_prompt
                 .as_deref()
@@ -352,9 +459,27 @@ impl<'p> Session<'p> {
                 output,
                 cancel: cancel_rx,
                 progress: &*progress,
+                hold,
             };
-            if let Err(err) = pipeline.respond(e.asr, e.received, cx).await {
+            if let Err(err) = pipeline.respond(asr, endpoint, cx).await {
                 fail(&mut rec, &err);
+            }
+            let mut committed_at = None;
+            if let Some(rx) = pending {
+                match rx.await {
+                    Ok(c) => {
+                        committed_at = Some(c.received);
+                        c.apply(&tl, &mut rec);
+                    }
+                    Err(_) => {
+                        rec.speculative_reply = Some(SpeculativeReply {
+                            committed: false,
+                            compute_ms: rec.compute_ms(),
+                            ..SpeculativeReply::default()
+                        });
+                        return (rec, history);
+                    }
+                }
             }
             if let Some(reference) = &meta.reference {
                 if rec.asr_compute_ms.is_some() {
@@ -362,10 +487,17 @@ impl<'p> Session<'p> {
                 }
             }
             rec.events = tl.snapshot().events;
+            if let Some(at) = committed_at {
+                rec.commit_speculation(at);
+            }
             rec.compute_breakdown();
             (rec, history)
         });
-        self.turn = Some(InFlight { fut, cancel });
+        self.turn = Some(InFlight {
+            fut,
+            cancel,
+            uncommitted: None,
+        });
     }
 
     /// Replay's utterance that never reached an endpoint still has a record, once.

@@ -469,3 +469,124 @@ fn a_confident_turn_model_ends_a_replayed_turn_before_the_hangover() {
         "one score decided the turn"
     );
 }
+
+/// Counts the replies that reached the listener with audio.
+#[derive(Clone, Default)]
+struct CountingSink(std::sync::Arc<std::sync::atomic::AtomicU32>);
+
+impl voxlat_pipeline::Output for CountingSink {
+    fn play(
+        &self,
+        tl: std::sync::Arc<voxlat_core::Timeline>,
+        audio: mpsc::UnboundedReceiver<voxlat_tts::stream::ChunkAudio>,
+        rate: u32,
+        cancel: voxlat_pipeline::output::Cancel,
+    ) -> voxlat_pipeline::stages::BoxFuture<'static, voxlat_pipeline::output::Played> {
+        let inner = VirtualSink.play(tl, audio, rate, cancel);
+        let heard = self.0.clone();
+        Box::pin(async move {
+            let p = inner.await;
+            if !p.samples.is_empty() {
+                heard.fetch_add(1, Ordering::SeqCst);
+            }
+            p
+        })
+    }
+}
+
+/// A live session that speculates on replies; returns the first turn and the sink.
+fn first_speculating_turn<U, Fut>(f: &Fakes, user: U) -> (TurnRecord, CountingSink)
+where
+    U: FnOnce(mpsc::Sender<SourceEvent>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let p = f.pipeline(PipelineConfig {
+        speculative_reply: true,
+        ..PipelineConfig::default()
+    });
+    let sink = CountingSink::default();
+    let (tx, rx) = mpsc::channel(16);
+    let rec = rt().block_on(async {
+        let mut s = Session::new(&p, &sink, rx, SessionOptions::default(), TurnMeta::live);
+        let user = tokio::spawn(user(tx));
+        let rec = s
+            .next_turn()
+            .await
+            .expect("no session error")
+            .expect("a turn");
+        user.await.expect("the scripted user");
+        rec
+    });
+    (rec, sink)
+}
+
+#[test]
+fn a_speculative_reply_is_held_until_the_endpoint_and_counted_from_it() {
+    let f = Fakes::new();
+    let (rec, sink) = first_speculating_turn(&f, |tx| async move {
+        tx.send(provisional()).await.unwrap();
+        // ASR 20 ms, TTFT 30 ms, TTS 10 ms: the reply is ready long before the endpoint.
+        tokio::time::sleep(300 * MS).await;
+        tx.send(endpoint(true)).await.unwrap();
+    });
+    assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
+    let spec = rec.speculative_reply.as_ref().expect("a speculative reply");
+    assert!(spec.committed);
+    assert!(spec.compute_ms > 0.0);
+    // The work really happened before the commit, and says how early.
+    let early = spec.before_commit_ms[&EventKind::TtsFirstAudio];
+    assert!((150.0..=300.0).contains(&early), "{early}");
+    let endpoint = rec.events[&EventKind::Endpoint];
+    assert!(
+        rec.events[&EventKind::PlayoutQueued] >= endpoint,
+        "held until the commit"
+    );
+    let b = rec.breakdown.as_ref().expect("a breakdown");
+    for s in ["asr", "llm_ttft", "llm_first_chunk", "tts_first_audio"] {
+        assert_eq!(b.segment_ns(s), Some(0), "{s} was done before the commit");
+    }
+    assert_eq!(b.segments.iter().map(|s| s.ns).sum::<i64>(), b.total_ns);
+    assert_eq!(f.llm.requests.lock().unwrap().len(), 1);
+    assert_eq!(f.asr.calls.load(Ordering::SeqCst), 1, "one transcription");
+    assert_eq!(sink.0.load(Ordering::SeqCst), 1);
+    assert_eq!(rec.speculation_misses, 0);
+}
+
+#[test]
+fn a_speculative_reply_is_cancelled_when_the_user_resumes() {
+    let mut f = Fakes::new();
+    f.llm.ttft = 1_000 * MS;
+    let (rec, sink) = first_speculating_turn(&f, |tx| async move {
+        tx.send(provisional()).await.unwrap();
+        // The speculative request is waiting for its first token when the user goes on.
+        tokio::time::sleep(200 * MS).await;
+        let now = clock::now();
+        tx.send(vad(VadEvent::Retracted {
+            at: now,
+            provisional_at: Nanos(now.0 - 200_000_000),
+        }))
+        .await
+        .unwrap();
+        tokio::time::sleep(300 * MS).await;
+        // Then the turn ends by a forced endpoint (no provisional stands).
+        tx.send(endpoint(false)).await.unwrap();
+    });
+    assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
+    assert_eq!(rec.speculation_misses, 1);
+    assert!(rec.speculation_wasted_ms > 0.0);
+    assert!(
+        rec.speculative_reply.is_none(),
+        "the reply that played was not speculative"
+    );
+    assert_eq!(
+        f.llm.abandoned.load(Ordering::SeqCst),
+        1,
+        "the server saw the speculative request's client leave"
+    );
+    assert_eq!(f.llm.requests.lock().unwrap().len(), 2);
+    assert_eq!(
+        sink.0.load(Ordering::SeqCst),
+        1,
+        "only the committed reply was heard"
+    );
+}
