@@ -451,3 +451,17 @@ fn a_crash_of_the_embedded_server_ends_replay_with_the_reason() {
     assert!(kept.len() < 100);
     assert_eq!(common::server_logs(&out), 1, "a second server was started");
 }
+
+#[test]
+fn a_first_chunk_cap_out_of_range_names_the_flag() {
+    let o = common::voxlat()
+        .args(["replay", "--first-chunk-max", "4"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("--first-chunk-max") && err.contains("8..=240"),
+        "{err}"
+    );
+}

@@ -62,6 +62,10 @@ pub struct ReplayArgs {
     /// the endpoint; the user resuming cancels it (the request is dropped, nothing plays).
     #[arg(long)]
     pub speculative_reply: bool,
+    /// Cut the first chunk at a word before this many characters when no clause or sentence
+    /// boundary comes sooner (a shorter first chunk is spoken sooner, but may leave a gap).
+    #[arg(long, value_name = "CHARS", default_value_t = 20, value_parser = clap::value_parser!(u16).range(8..=240))]
+    pub first_chunk_max: u16,
     /// Only run the endpointer over the scenarios for each hangover (ms) and report
     /// endpointing delay against cut-off rate, e.g. 200,300,500,800.
     #[arg(long, value_delimiter = ',', value_name = "MS,…")]
@@ -181,6 +185,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         endpointer,
         speculative_asr: args.provisional > 0,
         speculative_reply: args.speculative_reply,
+        first_chunk_max_chars: usize::from(args.first_chunk_max),
         fast: args.fast,
         max_tokens: args.max_tokens,
         save_replies: args.save_replies.clone(),

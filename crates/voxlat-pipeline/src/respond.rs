@@ -155,8 +155,11 @@ impl Pipeline {
         });
         // The clean-end chunker withholds a trailing fragment or stray token once the stream
         // is done (voxlat_tts::tail), so Piper never speaks it.
-        let mut chunker = CleanEndChunker::new(ChunkerConfig::default())
-            .with_language_of(&format!("{system_prompt} {}", transcript.text));
+        let mut chunker = CleanEndChunker::new(ChunkerConfig {
+            first_chunk_max_chars: self.cfg.first_chunk_max_chars,
+            ..ChunkerConfig::default()
+        })
+        .with_language_of(&format!("{system_prompt} {}", transcript.text));
         let tts = &self.tts;
         let mut spoken: Vec<String> = Vec::new();
         let mut hand_over = |chunk: String| {

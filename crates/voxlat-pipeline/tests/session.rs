@@ -590,3 +590,38 @@ fn a_speculative_reply_is_cancelled_when_the_user_resumes() {
         "only the committed reply was heard"
     );
 }
+
+/// A reply with no boundary in it (a digit string) starts with a first chunk cut at a word
+/// before the pipeline's cap, not after the whole generation.
+#[test]
+fn the_first_chunk_is_cut_at_the_pipelines_cap() {
+    let mut f = Fakes::new();
+    f.llm = FakeLlm::new(
+        &[
+            "one two ",
+            "three four ",
+            "five six ",
+            "seven eight ",
+            "nine ten",
+        ],
+        30 * MS,
+        20 * MS,
+    );
+    let p = f.pipeline(PipelineConfig {
+        first_chunk_max_chars: 12,
+        ..PipelineConfig::default()
+    });
+    let sink = VirtualSink;
+    let (tx, rx) = mpsc::channel(16);
+    let rec = rt().block_on(async {
+        let mut s = Session::new(&p, &sink, rx, SessionOptions::default(), TurnMeta::live);
+        tx.send(endpoint(false)).await.unwrap();
+        s.next_turn().await.unwrap().unwrap()
+    });
+    assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
+    let first = rec.chunks.first().expect("chunks");
+    assert!(first.chars <= 12, "first chunk of {} chars", first.chars);
+    assert!(rec.chunks.len() >= 2, "the rest follows");
+    let spoken = f.tts.spoken.lock().unwrap();
+    assert_eq!(spoken[0], "one two");
+}
