@@ -6,6 +6,7 @@
 //! stage.
 
 use ort::environment::Environment;
+use ort::session::Session;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -62,6 +63,31 @@ pub fn environment(path: &Path) -> Result<(Environment, Duration), OnnxError> {
         env: env.clone(),
     });
     Ok((env, took))
+}
+
+/// A session for a small model run beside the stages that own the cores (Silero, Smart
+/// Turn): one intra- and one inter-op thread, and no spinning, since a spinning pool starves
+/// the others on 2 cores. The error is ONNX Runtime's own words, for the caller to wrap.
+pub fn single_thread_session(runtime: &Path, model: &Path) -> Result<Session, String> {
+    if !model.is_file() {
+        return Err("file not found".into());
+    }
+    let (env, _) = environment(runtime).map_err(|e| e.to_string())?;
+    fn text<E: std::fmt::Display>(e: E) -> String {
+        e.to_string()
+    }
+    Session::builder(&env)
+        .map_err(text)?
+        .with_intra_threads(1)
+        .map_err(text)?
+        .with_inter_threads(1)
+        .map_err(text)?
+        .with_intra_op_spinning(false)
+        .map_err(text)?
+        .with_inter_op_spinning(false)
+        .map_err(text)?
+        .commit_from_file(model)
+        .map_err(text)
 }
 
 /// The library loaded so far, if any.

@@ -116,11 +116,18 @@ where
     U: FnOnce(mpsc::Sender<SourceEvent>) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let p = f.pipeline(PipelineConfig::default());
-    let sink = VirtualSink;
+    first_turn(&f.pipeline(PipelineConfig::default()), &VirtualSink, user)
+}
+
+/// The first turn of a live session of `p` playing into `sink`, with `user` as the source.
+fn first_turn<U, Fut>(p: &Pipeline, sink: &dyn voxlat_pipeline::Output, user: U) -> TurnRecord
+where
+    U: FnOnce(mpsc::Sender<SourceEvent>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     let (tx, rx) = mpsc::channel(16);
     rt().block_on(async {
-        let mut s = Session::new(&p, &sink, rx, SessionOptions::default(), TurnMeta::live);
+        let mut s = Session::new(p, sink, rx, SessionOptions::default(), TurnMeta::live);
         let user = tokio::spawn(user(tx));
         let rec = s
             .next_turn()
@@ -385,11 +392,8 @@ fn a_silent_session_gives_up_after_its_idle_timeout() {
     assert!(matches!(r, Err(SessionError::Idle { .. })), "{r:?}");
 }
 
-/// A real recording through the real endpointer (webrtc-vad), with the stages faked: the
-/// replay path end to end, in audio time. The speech end is compared with the scenario's
-/// annotation, made by a different method (scripts/annotate-reference.py).
-#[test]
-fn a_recorded_utterance_replays_through_the_real_endpointer() {
+/// The real "5" clip, and fakes whose ASR hears it right.
+fn digit_five() -> (LoadedTurn, Fakes) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
     let scenario = Scenario::load(&dir.join("short-commands.toml")).expect("scenario");
     let spec = scenario.turns.iter().find(|t| t.id == "digit-5").unwrap();
@@ -398,6 +402,15 @@ fn a_recorded_utterance_replays_through_the_real_endpointer() {
         asr: FakeAsr::new(&["Five."], 20 * MS),
         ..Fakes::new()
     };
+    (turn, f)
+}
+
+/// A real recording through the real endpointer (webrtc-vad), with the stages faked: the
+/// replay path end to end, in audio time. The speech end is compared with the scenario's
+/// annotation, made by a different method (scripts/annotate-reference.py).
+#[test]
+fn a_recorded_utterance_replays_through_the_real_endpointer() {
+    let (turn, f) = digit_five();
     let p = f.pipeline(PipelineConfig {
         fast: true,
         ..PipelineConfig::default()
@@ -431,14 +444,7 @@ fn a_recorded_utterance_replays_through_the_real_endpointer() {
 /// consults it, and the turn ends at its first score (200 ms of silence), not the hangover.
 #[test]
 fn a_confident_turn_model_ends_a_replayed_turn_before_the_hangover() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
-    let scenario = Scenario::load(&dir.join("short-commands.toml")).expect("scenario");
-    let spec = scenario.turns.iter().find(|t| t.id == "digit-5").unwrap();
-    let turn = LoadedTurn::load(&scenario, spec).expect("clip");
-    let f = Fakes {
-        asr: FakeAsr::new(&["Five."], 20 * MS),
-        ..Fakes::new()
-    };
+    let (turn, f) = digit_five();
     let scores = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counted = scores.clone();
     let model: voxlat_vad::SharedScorer = std::sync::Arc::new(std::sync::Mutex::new(
@@ -505,18 +511,7 @@ where
         ..PipelineConfig::default()
     });
     let sink = CountingSink::default();
-    let (tx, rx) = mpsc::channel(16);
-    let rec = rt().block_on(async {
-        let mut s = Session::new(&p, &sink, rx, SessionOptions::default(), TurnMeta::live);
-        let user = tokio::spawn(user(tx));
-        let rec = s
-            .next_turn()
-            .await
-            .expect("no session error")
-            .expect("a turn");
-        user.await.expect("the scripted user");
-        rec
-    });
+    let rec = first_turn(&p, &sink, user);
     (rec, sink)
 }
 

@@ -426,8 +426,8 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
-    /// `pattern` of (voiced, ms) runs; fed in 20 ms slices at real time from t = 0.
-    fn run(cfg: EndpointerConfig, pattern: &[(bool, u32)], slice: usize) -> Vec<VadEvent> {
+    /// (voiced, ms) runs as samples: voiced is a constant the scripted detector calls voice.
+    fn samples_of(pattern: &[(bool, u32)]) -> Vec<f32> {
         let mut samples = Vec::new();
         for &(v, ms) in pattern {
             samples.extend(std::iter::repeat_n(
@@ -435,6 +435,12 @@ mod tests {
                 (ms * 16) as usize,
             ));
         }
+        samples
+    }
+
+    /// `pattern` of (voiced, ms) runs; fed in 20 ms slices at real time from t = 0.
+    fn run(cfg: EndpointerConfig, pattern: &[(bool, u32)], slice: usize) -> Vec<VadEvent> {
+        let samples = samples_of(pattern);
         let mut ep = Endpointer::new(cfg, Scripted).unwrap();
         let mut events = Vec::new();
         let mut pos = 0;
@@ -659,13 +665,7 @@ mod tests {
         pattern: &[(bool, u32)],
         p: impl FnMut(&[f32]) -> f32 + Send + 'static,
     ) -> Vec<VadEvent> {
-        let mut samples = Vec::new();
-        for &(v, ms) in pattern {
-            samples.extend(std::iter::repeat_n(
-                if v { 0.5f32 } else { 0.0 },
-                (ms * 16) as usize,
-            ));
-        }
+        let samples = samples_of(pattern);
         let scorer: SharedScorer =
             std::sync::Arc::new(std::sync::Mutex::new(crate::turn::ScriptedScorer(p)));
         let mut ep = Endpointer::new(EndpointerConfig::default(), Scripted)

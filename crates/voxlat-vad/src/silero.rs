@@ -27,28 +27,13 @@ impl SileroDetector {
     /// `runtime` is the ONNX Runtime library (loaded once per process); `threshold` the
     /// speech probability above which a frame is voiced (Silero's default is 0.5).
     pub fn new(model: &Path, runtime: &Path, threshold: f32) -> Result<SileroDetector, VadError> {
-        let err = |detail: String| VadError::Silero {
-            path: model.to_path_buf(),
-            detail,
-        };
-        if !model.is_file() {
-            return Err(err("file not found".into()));
-        }
-        let (env, _) = voxlat_onnx::environment(runtime).map_err(|e| err(e.to_string()))?;
-        let e = |x: &dyn std::fmt::Display| err(x.to_string());
-        let session = Session::builder(&env)
-            .map_err(|x| e(&x))?
-            .with_intra_threads(1)
-            .map_err(|x| e(&x))?
-            .with_inter_threads(1)
-            .map_err(|x| e(&x))?
-            // It shares the cores with ASR and TTS: never spin.
-            .with_intra_op_spinning(false)
-            .map_err(|x| e(&x))?
-            .with_inter_op_spinning(false)
-            .map_err(|x| e(&x))?
-            .commit_from_file(model)
-            .map_err(|x| e(&x))?;
+        // It shares the cores with ASR and TTS: one thread, never spinning.
+        let session = voxlat_onnx::single_thread_session(runtime, model).map_err(|detail| {
+            VadError::Silero {
+                path: model.to_path_buf(),
+                detail,
+            }
+        })?;
         Ok(SileroDetector {
             session,
             path: model.to_path_buf(),

@@ -23,27 +23,12 @@ pub struct SmartTurn {
 impl SmartTurn {
     /// `runtime` is the ONNX Runtime library (loaded once per process).
     pub fn new(model: &Path, runtime: &Path) -> Result<SmartTurn, VadError> {
-        let err = |detail: String| VadError::TurnModel {
-            path: model.to_path_buf(),
-            detail,
-        };
-        if !model.is_file() {
-            return Err(err("file not found".into()));
-        }
-        let (env, _) = voxlat_onnx::environment(runtime).map_err(|e| err(e.to_string()))?;
-        let e = |x: &dyn std::fmt::Display| err(x.to_string());
-        let session = Session::builder(&env)
-            .map_err(|x| e(&x))?
-            .with_intra_threads(1)
-            .map_err(|x| e(&x))?
-            .with_inter_threads(1)
-            .map_err(|x| e(&x))?
-            .with_intra_op_spinning(false)
-            .map_err(|x| e(&x))?
-            .with_inter_op_spinning(false)
-            .map_err(|x| e(&x))?
-            .commit_from_file(model)
-            .map_err(|x| e(&x))?;
+        let session = voxlat_onnx::single_thread_session(runtime, model).map_err(|detail| {
+            VadError::TurnModel {
+                path: model.to_path_buf(),
+                detail,
+            }
+        })?;
         Ok(SmartTurn {
             session,
             path: model.to_path_buf(),
