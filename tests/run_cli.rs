@@ -432,10 +432,21 @@ fn speaking_over_the_reply_stops_playback_and_aborts_the_llm_request() {
     let pulse = Pulse::start();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("results");
+    // The speaker must still be playing when the user speaks over it. This reply's first
+    // sentence is 300+ characters long at 8 tokens/s, so after the first chunk nothing more
+    // is ready for seconds; a 40-character first chunk (about 2.3 s of audio) covers the
+    // barge-in, the default 20 characters (about 1 s) may not.
     let (child, log) = start_voxlat(
         &pulse,
         &out,
-        &["--max-turns", "2", "--llm-url", &llm.base_url()],
+        &[
+            "--max-turns",
+            "2",
+            "--llm-url",
+            &llm.base_url(),
+            "--first-chunk-max",
+            "40",
+        ],
     );
     let rec = Recorder::start();
     std::thread::sleep(Duration::from_millis(500));

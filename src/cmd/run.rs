@@ -76,6 +76,10 @@ pub struct RunArgs {
     /// `voxlat replay --speculative-reply`.
     #[arg(long)]
     pub speculative_reply: bool,
+    /// Cut the first chunk at a word before this many characters when no clause or sentence
+    /// boundary comes sooner, as `voxlat replay --first-chunk-max`.
+    #[arg(long, value_name = "CHARS", default_value_t = 20, value_parser = clap::value_parser!(u16).range(8..=240))]
+    pub first_chunk_max: u16,
     /// Never interrupt a reply, whatever the microphone hears.
     #[arg(long)]
     pub no_barge_in: bool,
@@ -200,6 +204,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         endpointer: endpointer.clone(),
         speculative_asr: endpointer.provisional_ms > 0,
         speculative_reply: args.speculative_reply,
+        first_chunk_max_chars: usize::from(args.first_chunk_max),
         fast: false,
         lead_silence_ms: 0,
         max_tokens: args.max_tokens.or(file.max_tokens).unwrap_or(48),
