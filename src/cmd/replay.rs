@@ -2,21 +2,20 @@
 //! breakdown of user-stopped-speaking → first audio.
 
 use crate::common::llm::attach_llm;
+use crate::common::reply::ReplyArgs;
 use crate::common::stages::{load_pipeline, runtime_path, ModelPaths, StageOptions};
 use crate::common::turn::{load_turn_model, TurnArgs};
 use crate::common::{parse_duration, shutdown_signal, telemetry_outcome, StopSignal};
 use crate::embedded::EmbeddedServer;
-use crate::report::print_report;
+use crate::report::{print_report, print_sweep};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
-use voxlat_core::table::{fmt_num, Table};
 use voxlat_core::threads::ThreadBudget;
 use voxlat_llm::Message;
 use voxlat_pipeline::results::{ReplayResults, ResultsWriter};
-use voxlat_pipeline::sweep::SweepPolicy;
 use voxlat_pipeline::{LoadedTurn, PipelineConfig, Scenario};
 use voxlat_vad::EndpointerConfig;
 
@@ -58,14 +57,8 @@ pub struct ReplayArgs {
     pub provisional: u32,
     #[command(flatten)]
     pub turn: TurnArgs,
-    /// Start the reply (LLM, chunker, TTS) at the provisional end and hold its audio until
-    /// the endpoint; the user resuming cancels it (the request is dropped, nothing plays).
-    #[arg(long)]
-    pub speculative_reply: bool,
-    /// Cut the first chunk at a word before this many characters when no clause or sentence
-    /// boundary comes sooner (a shorter first chunk is spoken sooner, but may leave a gap).
-    #[arg(long, value_name = "CHARS", default_value_t = 20, value_parser = clap::value_parser!(u16).range(8..=240))]
-    pub first_chunk_max: u16,
+    #[command(flatten)]
+    pub reply: ReplyArgs,
     /// Only run the endpointer over the scenarios for each hangover (ms) and report
     /// endpointing delay against cut-off rate, e.g. 200,300,500,800.
     #[arg(long, value_delimiter = ',', value_name = "MS,…")]
@@ -184,8 +177,8 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     let mut cfg = PipelineConfig {
         endpointer,
         speculative_asr: args.provisional > 0,
-        speculative_reply: args.speculative_reply,
-        first_chunk_max_chars: usize::from(args.first_chunk_max),
+        speculative_reply: args.reply.speculative_reply,
+        first_chunk_max_chars: args.reply.first_chunk_max_chars(),
         fast: args.fast,
         max_tokens: args.max_tokens,
         save_replies: args.save_replies.clone(),
@@ -360,87 +353,24 @@ fn plan(
 }
 
 fn sweep(args: &ReplayArgs, turns: &[LoadedTurn], base: &EndpointerConfig) -> Result<ExitCode> {
-    let mut policies: Vec<SweepPolicy> = args
-        .sweep_hangover
-        .iter()
-        .map(|&h| SweepPolicy {
-            hangover_ms: h,
-            turn: None,
-        })
-        .collect();
-    let mut model = None;
-    if !args.sweep_turn_high.is_empty() {
-        if !args.sweep_hangover.contains(&base.hangover_ms) {
-            policies.insert(
-                0,
-                SweepPolicy {
-                    hangover_ms: base.hangover_ms,
-                    turn: None,
-                },
-            );
-        }
-        for &high in &args.sweep_turn_high {
-            let turn = voxlat_vad::TurnPolicy {
-                high,
-                ..base.turn.clone()
-            };
-            turn.validate(base.hangover_ms)
-                .map_err(|e| anyhow::anyhow!("--sweep-turn-high {high}: {e}"))?;
-            policies.push(SweepPolicy {
-                hangover_ms: base.hangover_ms,
-                turn: Some(turn),
-            });
-        }
-        // After the policies are checked: a bad threshold should not wait for a model.
+    let policies =
+        voxlat_pipeline::sweep::policies(base, &args.sweep_hangover, &args.sweep_turn_high)
+            .map_err(|e| anyhow::anyhow!("--sweep-turn-high: {e}"))?;
+    // After the policies are checked: a bad threshold should not wait for a model.
+    let model = if policies.iter().any(|p| p.turn.is_some()) {
         let store = voxlat_models::Store::open_default(None)?;
-        model = Some(load_turn_model(&store, &runtime_path(&store)?)?);
-    }
+        Some(load_turn_model(&store, &runtime_path(&store)?)?)
+    } else {
+        None
+    };
     let report = voxlat_pipeline::sweep::sweep(turns, base, &policies, model)?;
-    let rows = &report.rows;
-    let mut t = Table::new(&[
-        "rule",
-        "utterances",
-        "split",
-        "truncated",
-        "cut-off",
-        "delay p50",
-        "delay p95",
-    ]);
-    for r in rows {
-        t.row(vec![
-            r.policy.label(),
-            r.utterances.to_string(),
-            r.split.to_string(),
-            r.truncated.to_string(),
-            format!("{:.0}%", r.cut_off_rate * 100.0),
-            r.delay_ms
-                .as_ref()
-                .map(|s| fmt_num(s.p50))
-                .unwrap_or_else(|| "-".into()),
-            r.delay_ms
-                .as_ref()
-                .map(|s| fmt_num(s.p95))
-                .unwrap_or_else(|| "-".into()),
-        ]);
-    }
-    print!(
-        "Endpointing delay (decision − true end of speech, audio time) against cut-offs:\n{}",
-        t.render()
-    );
-    if let Some(s) = &report.score_ms {
-        println!(
-            "Each turn-model score also took P50 {} ms, P95 {} ms ({} scores, 1 thread); a decision after a score comes that much later.",
-            fmt_num(s.p50),
-            fmt_num(s.p95),
-            s.n
-        );
-    }
+    print_sweep(&report);
     voxlat_core::fsio::ensure_writable_dir(&args.output_dir)?;
     let path: PathBuf = Path::new(&args.output_dir).join(format!(
         "sweep-{}.json",
         voxlat_core::clock::wall_label_compact()
     ));
-    let doc = serde_json::json!({ "header": voxlat_core::report::ResultsHeader::new("sweep", env!("CARGO_PKG_VERSION")), "endpointer": base, "rows": rows, "turn_score_ms": report.score_ms });
+    let doc = serde_json::json!({ "header": voxlat_core::report::ResultsHeader::new("sweep", env!("CARGO_PKG_VERSION")), "endpointer": base, "rows": report.rows, "turn_score_ms": report.score_ms });
     voxlat_core::fsio::write_atomic(&path, serde_json::to_string_pretty(&doc)?.as_bytes())?;
     println!("Results: {}", path.display());
     Ok(ExitCode::SUCCESS)

@@ -3,6 +3,7 @@
 //! session's results in replay's schema.
 
 use crate::common::llm::attach_llm;
+use crate::common::reply::ReplyArgs;
 use crate::common::stages::{load_pipeline, ModelPaths, StageOptions};
 use crate::common::turn::{load_turn_model, TurnArgs};
 use crate::common::{shutdown_signal, telemetry_outcome};
@@ -72,14 +73,8 @@ pub struct RunArgs {
     pub vad_mode: Option<u8>,
     #[command(flatten)]
     pub turn: TurnArgs,
-    /// Start the reply at the provisional end and hold its audio until the endpoint, as
-    /// `voxlat replay --speculative-reply`.
-    #[arg(long)]
-    pub speculative_reply: bool,
-    /// Cut the first chunk at a word before this many characters when no clause or sentence
-    /// boundary comes sooner, as `voxlat replay --first-chunk-max`.
-    #[arg(long, value_name = "CHARS", default_value_t = 20, value_parser = clap::value_parser!(u16).range(8..=240))]
-    pub first_chunk_max: u16,
+    #[command(flatten)]
+    pub reply: ReplyArgs,
     /// Never interrupt a reply, whatever the microphone hears.
     #[arg(long)]
     pub no_barge_in: bool,
@@ -203,8 +198,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let mut cfg = PipelineConfig {
         endpointer: endpointer.clone(),
         speculative_asr: endpointer.provisional_ms > 0,
-        speculative_reply: args.speculative_reply,
-        first_chunk_max_chars: usize::from(args.first_chunk_max),
+        speculative_reply: args.reply.speculative_reply,
+        first_chunk_max_chars: args.reply.first_chunk_max_chars(),
         fast: false,
         lead_silence_ms: 0,
         max_tokens: args.max_tokens.or(file.max_tokens).unwrap_or(48),

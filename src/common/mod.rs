@@ -3,6 +3,7 @@
 
 pub mod duration;
 pub mod llm;
+pub mod reply;
 pub mod signal;
 pub mod stages;
 pub mod turn;

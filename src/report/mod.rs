@@ -4,5 +4,7 @@
 pub mod html;
 pub mod live;
 mod summary;
+mod sweep;
 
 pub use summary::print_report;
+pub use sweep::print_sweep;

@@ -97,6 +97,41 @@ impl TurnScorer for Memo {
     }
 }
 
+/// The rows a sweep runs: one plain rule per hangover, then, with turn-model thresholds, the
+/// plain rule at `base.hangover_ms` as the baseline (unless already there) and one turn-model
+/// row per high threshold, the rest of the policy from `base.turn`. An inconsistent threshold
+/// is named in the error.
+pub fn policies(
+    base: &EndpointerConfig,
+    hangovers: &[u32],
+    turn_highs: &[f32],
+) -> Result<Vec<SweepPolicy>, String> {
+    let plain = |hangover_ms| SweepPolicy {
+        hangover_ms,
+        turn: None,
+    };
+    let mut out: Vec<SweepPolicy> = hangovers.iter().map(|&h| plain(h)).collect();
+    if turn_highs.is_empty() {
+        return Ok(out);
+    }
+    if !hangovers.contains(&base.hangover_ms) {
+        out.insert(0, plain(base.hangover_ms));
+    }
+    for &high in turn_highs {
+        let turn = TurnPolicy {
+            high,
+            ..base.turn.clone()
+        };
+        turn.validate(base.hangover_ms)
+            .map_err(|e| format!("high threshold {high}: {e}"))?;
+        out.push(SweepPolicy {
+            hangover_ms: base.hangover_ms,
+            turn: Some(turn),
+        });
+    }
+    Ok(out)
+}
+
 pub fn sweep(
     turns: &[LoadedTurn],
     base: &EndpointerConfig,

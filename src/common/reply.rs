@@ -1,0 +1,21 @@
+//! `--speculative-reply` and `--first-chunk-max`, shared by `replay` and `run`.
+
+use clap::Args;
+
+#[derive(Args, Debug, Clone)]
+pub struct ReplyArgs {
+    /// Start the reply (LLM, chunker, TTS) at the provisional end and hold its audio until
+    /// the endpoint; the user resuming cancels it (the request is dropped, nothing plays).
+    #[arg(long)]
+    pub speculative_reply: bool,
+    /// Cut the first chunk at a word before this many characters when no clause or sentence
+    /// boundary comes sooner (a shorter first chunk is spoken sooner, but may leave a gap).
+    #[arg(long, value_name = "CHARS", default_value_t = 20, value_parser = clap::value_parser!(u16).range(8..=240))]
+    pub first_chunk_max: u16,
+}
+
+impl ReplyArgs {
+    pub fn first_chunk_max_chars(&self) -> usize {
+        usize::from(self.first_chunk_max)
+    }
+}

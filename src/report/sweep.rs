@@ -1,0 +1,40 @@
+//! The endpointing sweep's table: delay against cut-offs, one row per rule.
+
+use voxlat_core::table::{fmt_num, Table};
+use voxlat_pipeline::sweep::SweepReport;
+
+pub fn print_sweep(report: &SweepReport) {
+    let mut t = Table::new(&[
+        "rule",
+        "utterances",
+        "split",
+        "truncated",
+        "cut-off",
+        "delay p50",
+        "delay p95",
+    ]);
+    let ms = |v: Option<f64>| v.map(fmt_num).unwrap_or_else(|| "-".into());
+    for r in &report.rows {
+        t.row(vec![
+            r.policy.label(),
+            r.utterances.to_string(),
+            r.split.to_string(),
+            r.truncated.to_string(),
+            format!("{:.0}%", r.cut_off_rate * 100.0),
+            ms(r.delay_ms.as_ref().map(|s| s.p50)),
+            ms(r.delay_ms.as_ref().map(|s| s.p95)),
+        ]);
+    }
+    print!(
+        "Endpointing delay (decision − true end of speech, audio time) against cut-offs:\n{}",
+        t.render()
+    );
+    if let Some(s) = &report.score_ms {
+        println!(
+            "Each turn-model score also took P50 {} ms, P95 {} ms ({} scores, 1 thread); a decision after a score comes that much later.",
+            fmt_num(s.p50),
+            fmt_num(s.p95),
+            s.n
+        );
+    }
+}
