@@ -123,18 +123,20 @@ impl RequestRecord {
             .signed_since(*self.events.get(&from)?)))
     }
 
-    /// When the request could be written to a ready connection: `llm_sent` on a pooled
-    /// connection, the moment the connection became usable on one it opened. A connection
-    /// "ready" after the headers arrived is one the pool opened in the background while the
-    /// request rode another, and does not count.
+    /// When the request was written to a ready connection: the moment the HTTP stack took its
+    /// body (`connection.written_at`), which is after any connection setup and after the
+    /// client's own queueing for a connection and for CPU. Records without that stamp fall
+    /// back to the moment a connection the request opened became usable, then to `llm_sent`.
+    /// A stamp outside send → headers belongs to another attempt and does not count.
     pub fn ready_at(&self) -> Option<Nanos> {
         let sent = self.sent_at()?;
         let headers = self.events.get(&EventKind::LlmHeaders);
-        let ready = self
-            .outcome
-            .connection
-            .ready_at
-            .filter(|&r| r >= sent && headers.is_none_or(|h| r <= *h));
+        let in_range = |r: &Nanos| *r >= sent && headers.is_none_or(|h| r <= h);
+        let c = &self.outcome.connection;
+        let ready = c
+            .written_at
+            .filter(in_range)
+            .or(c.ready_at.filter(in_range));
         Some(ready.unwrap_or(sent))
     }
 
@@ -326,6 +328,14 @@ mod tests {
         });
         r.outcome.connection.ready_at = Some(Nanos(7 * ms));
         assert_eq!(r.ttft_with_connect_ms(), Some(47.0));
+        assert_eq!(r.ttft_ms(), Some(45.0));
+        // The body taken for writing at 7.5 ms, after the connection was ready: TTFT from the
+        // write, which is what the server's own TTFT starts from.
+        r.outcome.connection.written_at = Some(Nanos(7 * ms + ms / 2));
+        assert_eq!(r.ttft_ms(), Some(44.5));
+        assert_eq!(r.ttft_with_connect_ms(), Some(47.0));
+        // A write stamp from the dead first attempt (before the retry) is not this attempt's.
+        r.outcome.connection.written_at = Some(Nanos(ms));
         assert_eq!(r.ttft_ms(), Some(45.0));
     }
 }

@@ -5,10 +5,12 @@
 //! waves at c=16 and c=64 on a warm pool and at c=64 cold, c=64 sustained; and the client's
 //! CPU time per request with 256 streams in flight.
 //!
-//! Run: `cargo bench -p voxlat-llm --bench ttft_accuracy`
+//! Run: `cargo bench -p voxlat-llm --bench ttft_accuracy` (all cells), or
+//! `… -- cpu` / `… -- wave cold` for some.
 //!
 //! The server runs on a runtime of its own (one worker thread). For the accuracy figures the
-//! client runs on a multi-thread runtime, as `voxlat bench-llm` does; for the CPU figure it
+//! client runs on a multi-thread runtime, as `voxlat bench-llm` does, with one core fewer
+//! than the machine has (see `client_workers`); for the CPU figure it
 //! runs on a current-thread runtime on this thread, so this thread's CPU time is exactly the
 //! client's cost.
 //! Both stamp on the same process clock, so their difference is the client's error plus the
@@ -27,21 +29,37 @@ use voxlat_core::{clock, EventKind, RequestId, Timeline};
 use voxlat_llm::{ClientOptions, Endpoint, LlmClient};
 use voxlat_testkit::{Builder, Script, ScriptedServer};
 
-fn thread_cpu_s() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the struct we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+/// This thread's CPU time so far, (user, kernel) seconds. The kernel part includes the
+/// loopback traffic's softirq work that happens to land on this thread.
+fn thread_cpu_s() -> (f64, f64) {
+    // SAFETY: getrusage writes into the zeroed struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (s(ru.ru_utime), s(ru.ru_stime))
+}
+
+/// The client's worker threads: one core fewer than the machine has, leaving one to the
+/// server's thread. With every core busy in the client, the server waits for a CPU before
+/// it reads a request, and its own "request read" stamp is late by that wait: the server's
+/// queueing, which it cannot see and the client cannot remove, would be counted as client
+/// error. `TTFT_CLIENT_WORKERS` overrides it.
+fn client_workers() -> usize {
+    std::env::var("TTFT_CLIENT_WORKERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map_or(1, |n| n.get().saturating_sub(1))
+                .max(1)
+        })
 }
 
 /// What the client stamped for one request, on the process clock (ns).
 struct Stamp {
     first_token: u64,
     sent: u64,
-    /// When the request could be written to a ready connection (see RequestRecord::ready_at).
+    /// When the request was written to a ready connection (see RequestRecord::ready_at).
     ready: u64,
     new_connection: bool,
 }
@@ -55,9 +73,10 @@ fn drive(
     total: usize,
     multi_thread: bool,
     cold: bool,
-) -> (HashMap<String, Stamp>, f64) {
+) -> (HashMap<String, Stamp>, (f64, f64)) {
     let rt = if multi_thread {
         tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(client_workers())
             .enable_all()
             .build()
             .unwrap()
@@ -115,7 +134,7 @@ fn drive(
                     let headers = tl.get(EventKind::LlmHeaders).map_or(u64::MAX, |h| h.0);
                     let ready = o
                         .connection
-                        .ready_at
+                        .written_at
                         .map(|r| r.0)
                         .filter(|&r| r >= sent.0 && r <= headers)
                         .unwrap_or(sent.0);
@@ -138,7 +157,8 @@ fn drive(
         }
         all
     });
-    (stamps, thread_cpu_s() - cpu0)
+    let cpu1 = thread_cpu_s();
+    (stamps, (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1))
 }
 
 fn summary_line(v: &[f64]) -> String {
@@ -178,6 +198,17 @@ fn report(label: &str, server: &ScriptedServer, stamps: &HashMap<String, Stamp>)
     );
 }
 
+/// The cells to run: `cargo bench -p voxlat-llm --bench ttft_accuracy -- cpu` runs only the
+/// cells whose name holds one of the words given (`c=1`, `lt`, `wave`, `cold`, `sustained`,
+/// `cpu`); none runs them all.
+fn selected(cell: &str) -> bool {
+    let words: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    words.is_empty() || words.iter().any(|w| cell.contains(w.as_str()))
+}
+
 fn main() {
     clock::init();
     let script = |tokens: usize, ttft_ms: u64, itl_ms: u64| Script {
@@ -186,50 +217,62 @@ fn main() {
         ..Script::with_tokens(tokens)
     };
 
-    let s1 = Builder::fixed(script(8, 10, 2)).start_on_own_runtime(1);
-    let (stamps, _) = drive(&s1, 1, 300, true, false);
-    report("c=1", &s1, &stamps);
-    drop(s1);
+    if selected("c=1") {
+        let s1 = Builder::fixed(script(8, 10, 2)).start_on_own_runtime(1);
+        let (stamps, _) = drive(&s1, 1, 300, true, false);
+        report("c=1", &s1, &stamps);
+    }
 
     // A first delta of '<' is held back by the think-splitter; its stamp must not move.
-    let lt = Builder::fixed(Script {
-        tokens: ["<", "b>", "ok", "</b>"].map(String::from).to_vec(),
-        ..script(0, 10, 20)
-    })
-    .start_on_own_runtime(1);
-    let (stamps, _) = drive(&lt, 1, 100, true, false);
-    report("c=1, first delta '<'", &lt, &stamps);
-    drop(lt);
+    if selected("lt") {
+        let lt = Builder::fixed(Script {
+            tokens: ["<", "b>", "ok", "</b>"].map(String::from).to_vec(),
+            ..script(0, 10, 20)
+        })
+        .start_on_own_runtime(1);
+        let (stamps, _) = drive(&lt, 1, 100, true, false);
+        report("c=1, first delta '<' (lt)", &lt, &stamps);
+    }
 
     // Single waves, as the reference measurement: N = c, on a pool opened to c first.
     for c in [16, 64] {
-        let s = Builder::fixed(script(8, 10, 2)).start_on_own_runtime(1);
-        let (stamps, _) = drive(&s, c, c, true, false);
-        report(&format!("c={c}, N={c}, warm pool"), &s, &stamps);
+        if selected("wave") {
+            let s = Builder::fixed(script(8, 10, 2)).start_on_own_runtime(1);
+            let (stamps, _) = drive(&s, c, c, true, false);
+            report(&format!("c={c}, N={c}, warm pool (wave)"), &s, &stamps);
+        }
     }
     // Cold: the wave opens its own connections.
-    let s = Builder::fixed(script(8, 10, 2)).start_on_own_runtime(1);
-    let (stamps, _) = drive(&s, 64, 64, true, true);
-    report(
-        "c=64, N=64, cold (each request opens its connection)",
-        &s,
-        &stamps,
-    );
-    drop(s);
+    if selected("cold") {
+        let s = Builder::fixed(script(8, 10, 2)).start_on_own_runtime(1);
+        let (stamps, _) = drive(&s, 64, 64, true, true);
+        report(
+            "c=64, N=64, cold: each request opens its connection",
+            &s,
+            &stamps,
+        );
+    }
 
-    let s64 = Builder::fixed(script(8, 10, 2)).start_on_own_runtime(1);
-    let (stamps, _) = drive(&s64, 64, 1280, true, false);
-    report("c=64, N=1280", &s64, &stamps);
-    drop(s64);
+    if selected("sustained") {
+        let s64 = Builder::fixed(script(8, 10, 2)).start_on_own_runtime(1);
+        let (stamps, _) = drive(&s64, 64, 1280, true, false);
+        report("c=64, N=1280 (sustained)", &s64, &stamps);
+    }
 
+    if !selected("cpu") {
+        return;
+    }
     let tokens = 32;
     let s256 = Builder::fixed(script(tokens, 10, 5)).start_on_own_runtime(1);
     let total = 1024;
-    let (stamps, cpu) = drive(&s256, 256, total, false, false);
-    report("c=256", &s256, &stamps);
+    let (stamps, (user, sys)) = drive(&s256, 256, total, false, false);
+    report("c=256 (cpu)", &s256, &stamps);
+    let cpu = user + sys;
     println!(
-        "c=256: client CPU {:.3} ms per request ({:.1} µs per token), {} requests of {} tokens, {:.2} s CPU",
+        "c=256: client CPU {:.3} ms per request (user {:.3} + kernel {:.3}; {:.1} µs per token), {} requests of {} tokens, {:.2} s CPU",
         cpu * 1e3 / total as f64,
+        user * 1e3 / total as f64,
+        sys * 1e3 / total as f64,
         cpu * 1e6 / (total * tokens) as f64,
         total,
         tokens,

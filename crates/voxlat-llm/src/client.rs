@@ -171,11 +171,7 @@ impl LlmClient {
     {
         let probe = Arc::new(ConnProbe::default());
         let mut out = StreamOutcome::default();
-        let result = connection::with_probe(
-            probe.clone(),
-            self.run(req, tl, &probe, &mut out, &mut on_delta),
-        )
-        .await;
+        let result = self.run(req, tl, &probe, &mut out, &mut on_delta).await;
         out.connection = probe.phases();
         out.settle_token_count();
         (out, result.err())
@@ -185,7 +181,7 @@ impl LlmClient {
         &self,
         req: &ChatRequest,
         tl: &Timeline,
-        probe: &ConnProbe,
+        probe: &Arc<ConnProbe>,
         out: &mut StreamOutcome,
         on_delta: &mut F,
     ) -> Result<(), LlmError>
@@ -193,7 +189,7 @@ impl LlmClient {
         F: FnMut(TextDelta<'_>),
     {
         let url = self.endpoint.url("chat/completions");
-        let body = req.body().to_string();
+        let body = bytes::Bytes::from(req.body().to_string());
         let request = |http: &reqwest::Client| {
             let mut rb = http
                 .post(&url)
@@ -203,14 +199,17 @@ impl LlmClient {
                 .header("traceparent", voxlat_core::trace::traceparent(tl.id()))
                 .header(reqwest::header::ACCEPT, "text/event-stream")
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(body.clone());
+                .body(reqwest::Body::wrap(connection::StampedBody::new(
+                    body.clone(),
+                    probe.clone(),
+                )));
             if let Some(k) = self.endpoint.key() {
                 rb = rb.bearer_auth(k.expose());
             }
             rb
         };
         tl.mark(EventKind::LlmSent);
-        let resp = match self.send(request(&self.http)).await {
+        let resp = match self.send(request(&self.http), probe).await {
             Ok(r) => r,
             // A pooled connection the server had already given up on: nothing was answered,
             // so sending again cannot duplicate anything. Once, on a new connection, and the
@@ -223,7 +222,7 @@ impl LlmClient {
                     sent: clock::now(),
                     first_error: self.scrub(&chain(&e)),
                 });
-                match self.send(request(&self.fresh_http)).await {
+                match self.send(request(&self.fresh_http), probe).await {
                     Ok(r) => r,
                     Err(SendError::Http(e)) if closed_before_response(&e) => {
                         return Err(LlmError::ConnectionClosed {
@@ -269,14 +268,31 @@ impl LlmClient {
         let mut parser = SseParser::new();
         let mut events: Vec<SseEvent> = Vec::new();
         let mut think = ThinkSplitter::new();
+        // One timer for the whole stream, pushed back lazily: a read only notes its time, and
+        // the timer, when it fires early, re-arms itself from the last read. A fresh timeout
+        // per read cost a timer-wheel insert and removal per token.
+        let mut wait = self.opts.idle_timeout;
+        let mut last_read = tokio::time::Instant::now();
+        let idle = tokio::time::sleep_until(last_read + wait);
+        tokio::pin!(idle);
         loop {
-            let wait = if out.done_marker {
-                AFTER_DONE_GRACE
-            } else {
-                self.opts.idle_timeout
+            if out.done_marker && wait != AFTER_DONE_GRACE {
+                wait = AFTER_DONE_GRACE;
+                idle.as_mut().reset(last_read + wait);
+            }
+            let next = tokio::select! {
+                biased;
+                n = stream.next() => Ok(n),
+                () = &mut idle => Err(()),
             };
-            let next = tokio::time::timeout(wait, stream.next()).await;
             let t = clock::now();
+            if next.is_err() && last_read.elapsed() < wait {
+                idle.as_mut().reset(last_read + wait);
+                continue;
+            }
+            if next.is_ok() {
+                last_read = tokio::time::Instant::now();
+            }
             match next {
                 Err(_) if out.done_marker => break,
                 Err(_) => {
@@ -322,8 +338,16 @@ impl LlmClient {
         Ok(())
     }
 
-    async fn send(&self, rb: reqwest::RequestBuilder) -> Result<reqwest::Response, SendError> {
-        match tokio::time::timeout(self.opts.headers_timeout, rb.send()).await {
+    /// Sends and waits for the headers, with `probe` receiving the connection phases. The
+    /// probe's task-local scope covers only this part: connections are made here, and a scope
+    /// around the whole stream cost a swap on every poll of every read.
+    async fn send(
+        &self,
+        rb: reqwest::RequestBuilder,
+        probe: &Arc<ConnProbe>,
+    ) -> Result<reqwest::Response, SendError> {
+        let send = tokio::time::timeout(self.opts.headers_timeout, rb.send());
+        match connection::with_probe(probe.clone(), send).await {
             Err(_) => Err(SendError::Timeout),
             Ok(Err(e)) => Err(SendError::Http(e)),
             Ok(Ok(r)) => Ok(r),

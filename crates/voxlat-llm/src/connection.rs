@@ -37,6 +37,11 @@ pub struct ConnPhases {
     /// request could be written to it. TTFT is counted from here on a new connection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready_at: Option<Nanos>,
+    /// When the HTTP stack took the request's body to write it onto the connection it had
+    /// picked, ready (process clock). Under load this is later than `llm_sent`: requests
+    /// queue in the client for a connection and for CPU before anything is written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written_at: Option<Nanos>,
 }
 
 impl ConnProbe {
@@ -154,5 +159,52 @@ where
             }
             out
         })
+    }
+}
+
+/// A request body that stamps, on its probe, the moment the HTTP stack first asks for it: the
+/// connection is chosen and ready, and the request head is being written onto it. hyper asks
+/// for the body in the same pass that writes the head, so this is within microseconds of the
+/// write, on HTTP/1.1 and HTTP/2 alike, whichever connection the pool picked.
+pub struct StampedBody {
+    data: Option<bytes::Bytes>,
+    probe: Arc<ConnProbe>,
+}
+
+impl StampedBody {
+    pub fn new(data: bytes::Bytes, probe: Arc<ConnProbe>) -> StampedBody {
+        StampedBody {
+            data: Some(data),
+            probe,
+        }
+    }
+}
+
+impl hyper::body::Body for StampedBody {
+    type Data = bytes::Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<bytes::Bytes>, Self::Error>>> {
+        let this = self.get_mut();
+        let Some(data) = this.data.take() else {
+            return Poll::Ready(None);
+        };
+        let now = voxlat_core::clock::now();
+        this.probe.update(|c| {
+            c.written_at.get_or_insert(now);
+        });
+        Poll::Ready(Some(Ok(hyper::body::Frame::data(data))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.data.is_none()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        // Exact, so the request carries Content-Length rather than chunked encoding.
+        hyper::body::SizeHint::with_exact(self.data.as_ref().map_or(0, |d| d.len() as u64))
     }
 }

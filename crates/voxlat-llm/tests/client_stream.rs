@@ -355,6 +355,59 @@ async fn stalled_stream_hits_the_idle_timeout() {
     assert!(tl.get(EventKind::LlmFirstToken).is_some());
 }
 
+/// The idle timeout is a limit on silence, not on the whole stream: one timer serves the
+/// stream and is pushed back by every read, so a stream that keeps talking runs past it.
+#[tokio::test]
+async fn a_stream_longer_than_the_idle_timeout_that_keeps_talking_completes() {
+    let server = Builder::fixed(Script {
+        itl: Duration::from_millis(100),
+        ..Script::with_tokens(8)
+    })
+    .start()
+    .await;
+    let opts = ClientOptions {
+        idle_timeout: Duration::from_millis(400),
+        ..ClientOptions::default()
+    };
+    let (tl, out, err, _) = run_with(&server.base_url(), None, opts).await;
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(out.deltas.len(), 8);
+    assert!(out.done_marker);
+    let span = at(&tl, EventKind::LlmDone).0 - at(&tl, EventKind::LlmFirstToken).0;
+    assert!(
+        span > 400_000_000,
+        "the stream outlasted the timeout: {span} ns"
+    );
+}
+
+/// The request's write is stamped between its send and its headers, and on a connection it
+/// opened, after that connection became ready: TTFT starts there (latency-model §12).
+#[tokio::test]
+async fn the_write_to_a_ready_connection_is_stamped() {
+    let server = Builder::fixed(Script::default()).start().await;
+    let client = LlmClient::new(
+        Endpoint::new(&server.base_url(), None),
+        ClientOptions::default(),
+    )
+    .unwrap();
+    for expect_new in [true, false] {
+        let tl = Timeline::new(RequestId::new());
+        let (out, err) = client.stream_chat(&request(), &tl, |_| {}).await;
+        assert!(err.is_none(), "{err:?}");
+        let c = &out.connection;
+        assert_eq!(c.new_connection, expect_new);
+        let written = c.written_at.expect("written_at stamped");
+        assert!(written >= at(&tl, EventKind::LlmSent));
+        assert!(written <= at(&tl, EventKind::LlmHeaders));
+        if expect_new {
+            assert!(written >= c.ready_at.expect("a new connection is ready at some time"));
+        }
+        // The server read the request after it was written.
+        let served = server.requests();
+        assert!(served.last().unwrap().received >= written);
+    }
+}
+
 #[tokio::test]
 async fn headers_never_arriving_hit_the_headers_timeout() {
     let server = Builder::fixed(Script {
