@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every fuzz target (or those named) for a while each, seeded from fuzz/seeds/.
-#   bash scripts/fuzz.sh                  # all five targets, 10 minutes each
+#   bash scripts/fuzz.sh                  # all six targets, 10 minutes each
 #   FUZZ_SECONDS=60 bash scripts/fuzz.sh sse_parser chunker
 # Needs the nightly toolchain and cargo-fuzz (`cargo install cargo-fuzz`); installs the latter
 # when missing. A crash leaves its input in fuzz/artifacts/<target>/ and stops the script: turn
@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 seconds="${FUZZ_SECONDS:-600}"
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(sse_parser wav_reader scenario ct2_model chunker)
+    targets=(sse_parser wav_reader scenario ct2_model chunker bench_config)
 fi
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 

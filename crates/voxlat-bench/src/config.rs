@@ -216,17 +216,23 @@ impl BenchConfig {
             path: path.display().to_string(),
             source,
         })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses a config's text; `path` names it in errors and picks the format, as in
+    /// [`Self::from_file`].
+    pub fn parse(text: &str, path: &Path) -> Result<BenchConfig, ConfigFileError> {
         let is_json = path
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("json"));
         if is_json {
-            serde_json::from_str(&text).map_err(|e| ConfigFileError::Parse {
+            serde_json::from_str(text).map_err(|e| ConfigFileError::Parse {
                 path: path.display().to_string(),
                 format: "JSON",
                 detail: e.to_string(),
             })
         } else {
-            toml::from_str(&text).map_err(|e| ConfigFileError::Parse {
+            toml::from_str(text).map_err(|e| ConfigFileError::Parse {
                 path: path.display().to_string(),
                 format: "TOML",
                 detail: e.to_string(),
@@ -299,14 +305,28 @@ impl BenchConfig {
                 "levels must be at least 1",
             );
         }
-        if self.rate.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
+        if self.concurrency.iter().any(|&c| c > MAX_CONCURRENCY) {
+            let (f, v) = list(&conc);
+            let problem = format!("levels must be at most {MAX_CONCURRENCY} (one connection each)");
+            return bad("concurrency", "--concurrency", f, v, &problem);
+        }
+        if self.rate.iter().any(|r| !(MIN_RATE..=MAX_RATE).contains(r)) {
             let (f, v) = list(&rates);
+            // Below the minimum the gaps between arrivals (−ln U / rate) stop being durations.
+            let problem =
+                format!("rates must be between {MIN_RATE} and {MAX_RATE:.0} requests per second");
+            return bad("rate", "--rate", f, v, &problem);
+        }
+        if let Some(t) = self.prompt.tokens.filter(|&t| t > MAX_PROMPT_TOKENS) {
+            let problem = format!(
+                "must be at most {MAX_PROMPT_TOKENS} tokens (each synthetic prompt is built in memory)"
+            );
             return bad(
-                "rate",
-                "--rate",
-                f,
-                v,
-                "rates must be positive numbers of requests per second",
+                "prompt.tokens",
+                "--prompt-tokens",
+                t.to_string(),
+                t.to_string(),
+                &problem,
             );
         }
         match self.duration_s {
@@ -358,6 +378,12 @@ impl BenchConfig {
                     "needs positive values, e.g. prompt-tokens=100,1000",
                 );
             }
+            if sw.param == SweepParam::PromptTokens
+                && sw.values.iter().any(|&v| v > MAX_PROMPT_TOKENS)
+            {
+                let problem = format!("prompt-tokens values must be at most {MAX_PROMPT_TOKENS}");
+                return bad("sweep", "--sweep", format!("{form:?}"), form, &problem);
+            }
             if sw.param == SweepParam::PromptTokens && prompts[..3].iter().any(|&p| p) {
                 return bad("sweep", "--sweep", format!("{form:?}"), form, "prompt-tokens makes its own prompts; drop --prompt, --prompt-file and --messages-file");
             }
@@ -394,6 +420,16 @@ fn num(v: f64) -> String {
 }
 
 pub use voxlat_core::clock::MAX_INPUT_SECONDS as MAX_SECONDS;
+
+/// Each level opens that many connections, and each needs a file descriptor and a task.
+pub const MAX_CONCURRENCY: u32 = 10_000;
+/// Open-loop arrival rates, requests per second. One request in about 17 minutes is the
+/// slowest; the fastest is far past what one client machine can send.
+pub const MIN_RATE: f64 = 1e-3;
+pub const MAX_RATE: f64 = 1e5;
+/// The largest synthetic prompt: above the longest contexts served today (1–2 M tokens), and
+/// about 14 MB of text, which is built in memory per request.
+pub const MAX_PROMPT_TOKENS: u32 = 2_000_000;
 
 #[cfg(test)]
 mod tests {
@@ -456,6 +492,75 @@ mod tests {
             e.contains("--connect-timeout 1e300s") && e.contains("at most"),
             "{e}"
         );
+    }
+
+    /// Numbers that would allocate or schedule absurdly are refused up front, by name: a
+    /// prompt of u32::MAX words (30 GB built per request), 4 billion connections, and a rate
+    /// so low that the gap to the next arrival overflows a Duration.
+    #[test]
+    fn sizes_that_would_explode_are_refused() {
+        let cases: [(BenchConfig, &str); 5] = [
+            (
+                BenchConfig {
+                    prompt: PromptConfig {
+                        tokens: Some(u32::MAX),
+                        ..PromptConfig::default()
+                    },
+                    ..BenchConfig::default()
+                },
+                "b.toml: prompt.tokens = 4294967295: must be at most 2000000",
+            ),
+            (
+                BenchConfig {
+                    sweep: Some("prompt-tokens=100,3000000".parse().unwrap()),
+                    ..BenchConfig::default()
+                },
+                "at most 2000000",
+            ),
+            (
+                BenchConfig {
+                    concurrency: vec![1, u32::MAX],
+                    ..BenchConfig::default()
+                },
+                "b.toml: concurrency = [1, 4294967295]: levels must be at most 10000",
+            ),
+            (
+                BenchConfig {
+                    rate: vec![1e-300],
+                    ..BenchConfig::default()
+                },
+                "b.toml: rate = [1e-300]: rates must be between 0.001 and",
+            ),
+            (
+                BenchConfig {
+                    rate: vec![f64::INFINITY],
+                    ..BenchConfig::default()
+                },
+                "rates must be between",
+            ),
+        ];
+        for (c, want) in cases {
+            let e = c
+                .validate_named(|_| Some("b.toml".into()))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{e}");
+        }
+        // The bounds themselves are accepted.
+        let ok = BenchConfig {
+            prompt: PromptConfig {
+                tokens: Some(MAX_PROMPT_TOKENS),
+                ..PromptConfig::default()
+            },
+            concurrency: vec![MAX_CONCURRENCY],
+            ..BenchConfig::default()
+        };
+        ok.validate().unwrap();
+        let ok = BenchConfig {
+            rate: vec![MIN_RATE, MAX_RATE],
+            ..BenchConfig::default()
+        };
+        ok.validate().unwrap();
     }
 
     #[test]

@@ -175,6 +175,13 @@ impl Voice {
             .map_err(|e| session_err(e.to_string()))?
             .with_optimization_level(options.optimization.level())
             .map_err(|e| session_err(e.to_string()))?
+            // Every sentence has its own length, so every run has new tensor shapes: the CPU
+            // arena and the memory-pattern planner keep a block per shape size seen and never
+            // give it back, and the process grew by steps over a long session (issue 19).
+            .with_memory_pattern(false)
+            .map_err(|e| session_err(e.to_string()))?
+            .with_execution_providers([ort::ep::CPU::default().with_arena_allocator(false).build()])
+            .map_err(|e| session_err(e.to_string()))?
             .commit_from_file(model)
             .map_err(|e| session_err(e.to_string()))?;
         let session_time = start.elapsed();

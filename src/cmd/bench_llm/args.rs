@@ -332,6 +332,7 @@ impl BenchLlmArgs {
                     || self.messages_file.is_some()
                     || self.prompt_tokens.is_some()
             }
+            "prompt.tokens" => self.prompt_tokens.is_some(),
             "sweep" => self.sweep.is_some(),
             "connect_timeout_s" => self.connect_timeout.is_some(),
             "headers_timeout_s" => self.headers_timeout.is_some(),
