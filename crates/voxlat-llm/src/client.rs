@@ -268,17 +268,17 @@ impl LlmClient {
         let mut parser = SseParser::new();
         let mut events: Vec<SseEvent> = Vec::new();
         let mut think = ThinkSplitter::new();
-        // One timer for the whole stream, pushed back lazily: a read only notes its time, and
-        // the timer, when it fires early, re-arms itself from the last read. A fresh timeout
-        // per read cost a timer-wheel insert and removal per token.
+        // One timer for the whole stream, pushed back lazily: a read only notes the arrival
+        // stamp it takes anyway, and the timer, when it fires early, re-arms itself from the
+        // last read. A fresh timeout per read cost a timer-wheel insert and removal per token.
         let mut wait = self.opts.idle_timeout;
-        let mut last_read = tokio::time::Instant::now();
-        let idle = tokio::time::sleep_until(last_read + wait);
+        let mut last_read = clock::now();
+        let idle = tokio::time::sleep(wait);
         tokio::pin!(idle);
         loop {
             if out.done_marker && wait != AFTER_DONE_GRACE {
                 wait = AFTER_DONE_GRACE;
-                idle.as_mut().reset(last_read + wait);
+                idle.as_mut().reset(tokio::time::Instant::now() + wait);
             }
             let next = tokio::select! {
                 biased;
@@ -286,12 +286,15 @@ impl LlmClient {
                 () = &mut idle => Err(()),
             };
             let t = clock::now();
-            if next.is_err() && last_read.elapsed() < wait {
-                idle.as_mut().reset(last_read + wait);
-                continue;
-            }
-            if next.is_ok() {
-                last_read = tokio::time::Instant::now();
+            if next.is_err() {
+                let quiet = Duration::from_nanos(t.0.saturating_sub(last_read.0));
+                if quiet < wait {
+                    idle.as_mut()
+                        .reset(tokio::time::Instant::now() + (wait - quiet));
+                    continue;
+                }
+            } else {
+                last_read = t;
             }
             match next {
                 Err(_) if out.done_marker => break,
