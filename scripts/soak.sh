@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 turns="${SOAK_TURNS:-1000}"
 minutes="${SOAK_MINUTES:-40}"
-every="${SOAK_SAMPLE_SECONDS:-10}"
+every="${SOAK_SAMPLE_SECONDS:-2}"
 out="${SOAK_DIR:-results/soak}"
 bin=target/release/voxlat
 
@@ -78,4 +78,22 @@ for proc in ("voxlat", "voxlat-server"):
         v = [int(x[key]) for x in steady]
         f = (lambda k: f"{k/1024:.1f}") if unit else str
         print(f"  {proc:14} {key:8} first {f(v[0])} last {f(v[-1])} max {f(max(v))} {unit}")
+    # RSS swings within a turn as tensors come and go, so single samples mislead: the curve is
+    # the median of each tenth of the run, at the turn it reaches (turns are evenly paced).
+    rate = len(turns) / max(elapsed, 1)
+    bins = [[] for _ in range(10)]
+    for x in s:
+        t = int(x["elapsed_s"])
+        bins[min(9, t * 10 // max(elapsed, 1))].append(int(x["rss_kib"]) / 1024)
+    curve = []
+    for k, b in enumerate(bins):
+        if b:
+            b.sort()
+            curve.append((round(rate * elapsed * (k + 1) / 10), b[len(b) // 2]))
+    print(f"  {proc:14} rss median per tenth (turn: MiB): "
+          + ", ".join(f"{t}: {m:.0f}" for t, m in curve))
+    after = [m for _, m in curve[1:]]
+    if after:
+        print(f"  {proc:14} after the first tenth: {min(after):.0f}–{max(after):.0f} MiB "
+              f"({100 * (max(after) / min(after) - 1):.1f} % spread)")
 PY

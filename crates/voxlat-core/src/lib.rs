@@ -5,6 +5,7 @@
 pub mod clock;
 pub mod event;
 pub mod fsio;
+pub mod memory;
 pub mod report;
 pub mod request_id;
 pub mod script;

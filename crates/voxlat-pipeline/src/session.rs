@@ -266,6 +266,10 @@ impl<'p> Session<'p> {
                     rec.speculation_misses = self.misses.0;
                     rec.speculation_wasted_ms = self.misses.1;
                     self.misses = (0, 0.0);
+                    // Every stage is idle until the next endpoint: the moment to give back
+                    // what this turn freed (voxlat_core::memory says why).
+                    let took = voxlat_core::memory::release_free_memory();
+                    tracing::debug!(ms = took.as_secs_f64() * 1e3, "released free heap memory");
                     return Ok(Some(rec));
                 }
                 ev = self.events.recv(), if self.source_open => match ev {
