@@ -2,6 +2,18 @@
 
 use voxlat_asr::engine::AsrError;
 use voxlat_llm::LlmError;
+use voxlat_vad::VadError;
+
+/// Why an audio source (the microphone, or replay's recorded utterance) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("the endpointer: {0}")]
+    Endpointer(#[from] VadError),
+    #[error("the input device {device} stopped")]
+    DeviceStopped { device: String },
+    #[error("no thread for it: {0}")]
+    Thread(#[source] std::io::Error),
+}
 
 /// A stage that could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -20,7 +32,7 @@ pub enum TurnError {
     #[error("the endpointer found no speech in the utterance")]
     NoSpeech,
     #[error("cannot start the audio source: {0}")]
-    Source(String),
+    Source(#[source] SourceError),
     #[error("the ASR worker stopped")]
     AsrWorkerGone,
     #[error("ASR failed: {0}")]
@@ -36,9 +48,9 @@ pub enum TurnError {
 /// Why a session stopped before its plan did.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
-    /// The microphone or its thread failed (the device's own words).
+    /// The microphone, its endpointer or its thread failed.
     #[error("{0}")]
-    Source(String),
+    Source(#[from] SourceError),
     #[error("the audio source stopped")]
     SourceGone,
     #[error("no speech heard for {secs} s")]

@@ -27,7 +27,7 @@ pub mod sweep;
 pub mod workers;
 
 pub use config::PipelineConfig;
-pub use error::{SessionError, StageError, TurnError};
+pub use error::{SessionError, SourceError, StageError, TurnError};
 pub use output::{Output, VirtualSink};
 pub use record::{Aggregate, Interruption, TurnOutcome, TurnRecord};
 pub use respond::{Pipeline, Progress};

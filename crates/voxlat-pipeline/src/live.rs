@@ -14,6 +14,7 @@
 //! ratio (or a headset), and a user who talks softly over a loud reply is not heard until
 //! the reply ends.
 
+use crate::error::SourceError;
 use crate::output::{Cancel, Output, Played};
 use crate::record::ChunkRecord;
 use crate::session::SourceEvent;
@@ -175,7 +176,7 @@ pub fn spawn_listener(
             let mut ep = match ep {
                 Ok(e) => e,
                 Err(e) => {
-                    send(SourceEvent::Failed(e));
+                    send(SourceEvent::Failed(e.into()));
                     return (capture.dropped(), capture.xruns());
                 }
             };
@@ -194,14 +195,13 @@ pub fn spawn_listener(
                             received: clock::now(),
                         })
                     }),
-                    Err(e) => send(SourceEvent::Failed(e.to_string())),
+                    Err(e) => send(SourceEvent::Failed(e.into())),
                 };
             while !stop.load(Ordering::Acquire) {
                 if capture.failed() {
-                    send(SourceEvent::Failed(format!(
-                        "the input device {} stopped",
-                        capture.device
-                    )));
+                    send(SourceEvent::Failed(SourceError::DeviceStopped {
+                        device: capture.device.clone(),
+                    }));
                     break;
                 }
                 let Some(f) = capture.next_frame(FRAME) else {

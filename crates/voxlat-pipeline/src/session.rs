@@ -18,7 +18,7 @@
 //! audio time, which is mapped onto the process clock at the moment the endpointer decides,
 //! so endpointing is then in audio time (the results say so).
 
-use crate::error::{SessionError, TurnError};
+use crate::error::{SessionError, SourceError, TurnError};
 use crate::output::Output;
 use crate::record::{BusySpan, SpeculativeReply, TurnOutcome, TurnRecord};
 use crate::respond::{Hold, Pipeline, Progress, ProgressFn, TurnCtx};
@@ -44,8 +44,8 @@ pub enum SourceEvent {
     BargeIn { onset: Nanos },
     /// The source has no more audio.
     Ended,
-    /// The source failed (the device's own words).
-    Failed(String),
+    /// The source failed.
+    Failed(SourceError),
 }
 
 /// The clock a source's times are on.
@@ -277,7 +277,7 @@ impl<'p> Session<'p> {
                         self.source_open = false;
                         self.ended = ev.is_some();
                     }
-                    Some(SourceEvent::Failed(e)) => return Err(SessionError::Source(e)),
+                    Some(SourceEvent::Failed(e)) => return Err(e.into()),
                     Some(SourceEvent::Truth(t)) => self.listening.truth = Some(t),
                     Some(SourceEvent::BargeIn { onset }) => self.cancel_turn(onset),
                     Some(SourceEvent::Vad { ev, received }) => self.on_vad(ev, received),

@@ -3,13 +3,13 @@
 //! default, so endpointing is measured as a user feels it; unpaced, frames carry audio time.
 
 use crate::config::PipelineConfig;
-use crate::error::TurnError;
+use crate::error::{SourceError, TurnError};
 use crate::scenario::LoadedTurn;
 use crate::session::SourceEvent;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use voxlat_core::{clock, Nanos};
-use voxlat_vad::{Endpointer, EndpointerConfig, SharedScorer, VadEvent, WebRtcDetector};
+use voxlat_vad::{Endpointer, EndpointerConfig, SharedScorer, VadError, VadEvent, WebRtcDetector};
 
 const FRAME: usize = 320;
 
@@ -17,12 +17,11 @@ const FRAME: usize = 320;
 pub fn endpointer(
     cfg: &EndpointerConfig,
     turn_model: Option<SharedScorer>,
-) -> Result<Endpointer<WebRtcDetector>, String> {
+) -> Result<Endpointer<WebRtcDetector>, VadError> {
     let ep = WebRtcDetector::new(cfg.mode, cfg.frame_ms)
-        .and_then(|d| Endpointer::new(cfg.clone(), d))
-        .map_err(|e| e.to_string())?;
+        .and_then(|d| Endpointer::new(cfg.clone(), d))?;
     match turn_model {
-        Some(m) => ep.with_turn_model(m).map_err(|e| e.to_string()),
+        Some(m) => ep.with_turn_model(m),
         None => Ok(ep),
     }
 }
@@ -50,7 +49,7 @@ pub fn spawn_scenario_source(
             let mut ep = match endpointer(&ep_cfg, turn_model) {
                 Ok(ep) => ep,
                 Err(e) => {
-                    send(SourceEvent::Failed(e));
+                    send(SourceEvent::Failed(e.into()));
                     return;
                 }
             };
@@ -81,7 +80,7 @@ pub fn spawn_scenario_source(
                 let events = match ep.push(chunk, t_end) {
                     Ok(events) => events,
                     Err(e) => {
-                        send(SourceEvent::Failed(e.to_string()));
+                        send(SourceEvent::Failed(e.into()));
                         return;
                     }
                 };
@@ -98,6 +97,6 @@ pub fn spawn_scenario_source(
             }
             send(SourceEvent::Ended);
         })
-        .map_err(|e| TurnError::Source(e.to_string()))?;
+        .map_err(|e| TurnError::Source(SourceError::Thread(e)))?;
     Ok((rx, thread))
 }

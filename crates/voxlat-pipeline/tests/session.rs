@@ -14,7 +14,7 @@ use voxlat_pipeline::fake::{FakeAsr, FakeLlm, FakeTts};
 use voxlat_pipeline::workers::{AsrWorker, TtsWorker};
 use voxlat_pipeline::{
     LoadedTurn, Pipeline, PipelineConfig, Scenario, Session, SessionError, SessionOptions,
-    SourceClock, SourceEvent, TurnMeta, TurnOutcome, TurnRecord, VirtualSink,
+    SourceClock, SourceError, SourceEvent, TurnMeta, TurnOutcome, TurnRecord, VirtualSink,
 };
 use voxlat_vad::VadEvent;
 
@@ -392,6 +392,29 @@ fn a_silent_session_gives_up_after_its_idle_timeout() {
     assert!(matches!(r, Err(SessionError::Idle { .. })), "{r:?}");
 }
 
+#[test]
+fn a_stopped_microphone_ends_the_session_naming_the_device() {
+    let f = Fakes::new();
+    let p = f.pipeline(PipelineConfig::default());
+    let sink = VirtualSink;
+    let (tx, rx) = mpsc::channel(16);
+    tx.try_send(SourceEvent::Failed(SourceError::DeviceStopped {
+        device: "USB mic".into(),
+    }))
+    .expect("room in the channel");
+    let opts = live(SessionOptions::default());
+    let r = rt().block_on(async {
+        let mut s = Session::new(&p, &sink, rx, opts, TurnMeta::live);
+        s.next_turn().await
+    });
+    match r {
+        Err(e @ SessionError::Source(SourceError::DeviceStopped { .. })) => {
+            assert_eq!(e.to_string(), "the input device USB mic stopped");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 /// The real "5" clip, and fakes whose ASR hears it right.
 fn digit_five() -> (LoadedTurn, Fakes) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
@@ -438,6 +461,25 @@ fn a_recorded_utterance_replays_through_the_real_endpointer() {
         "{endpointing_ms}"
     );
     assert_eq!(history.len(), 2, "the exchange is kept for a conversation");
+}
+
+/// An endpointer that cannot start (webrtc-vad has modes 0–3) fails the turn with the
+/// endpointer's own reason, instead of hanging or panicking, and keeps no exchange.
+#[test]
+fn an_endpointer_that_cannot_start_fails_the_turn_with_its_reason() {
+    let (turn, f) = digit_five();
+    let mut cfg = PipelineConfig {
+        fast: true,
+        ..PipelineConfig::default()
+    };
+    cfg.endpointer.mode = 9;
+    let p = f.pipeline(cfg);
+    let mut history = Vec::new();
+    let rec = rt().block_on(p.replay_turn(&turn, &mut history, 0, false, None));
+    assert_eq!(rec.outcome, TurnOutcome::Error);
+    let error = rec.error.unwrap_or_default();
+    assert!(error.contains("VAD mode 9 is not 0-3"), "{error}");
+    assert!(history.is_empty());
 }
 
 /// The same clip with a turn model that is sure the turn is over: the pipeline's endpointer
