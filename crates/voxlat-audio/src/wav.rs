@@ -144,6 +144,8 @@ pub fn decode_limited<R: std::io::Read>(
         in_frame: 0,
         index: 0,
         max_frames,
+        clipped: 0,
+        peak: 0.0,
     };
     let flow = match spec.sample_format {
         hound::SampleFormat::Float => collector.take(reader.samples::<f32>()),
@@ -180,6 +182,19 @@ pub fn decode_limited<R: std::io::Read>(
     if collector.samples.is_empty() {
         return Err(WavError::Empty { path: path.into() });
     }
+    if collector.clipped > 0 {
+        warnings.push(format!(
+            "{}: {} float samples were past full scale (±1, largest {:e}) and were clipped{}",
+            path.display(),
+            collector.clipped,
+            collector.peak,
+            if collector.peak > 2.0 {
+                "; is it integer-scaled audio stored as float?"
+            } else {
+                ""
+            }
+        ));
+    }
     Ok(Decoded {
         audio: Audio {
             samples: collector.samples,
@@ -212,6 +227,9 @@ struct Collector {
     /// Interleaved samples read so far.
     index: usize,
     max_frames: u64,
+    /// Float samples past full scale, and the largest magnitude among them.
+    clipped: usize,
+    peak: f32,
 }
 
 impl Collector {
@@ -224,6 +242,16 @@ impl Collector {
             if !v.is_finite() {
                 return Flow::NotFinite(self.index);
             }
+            // A float WAV may hold any finite value, but past full scale it is not a signal
+            // any stage can use, and left alone (3e38 is finite) the downmix and the
+            // resampler's sums overflowed to infinity. Clip it, as a sound card would.
+            let v = if v.abs() > 1.0 {
+                self.clipped += 1;
+                self.peak = self.peak.max(v.abs());
+                v.clamp(-1.0, 1.0)
+            } else {
+                v
+            };
             self.index += 1;
             self.frame_sum += v;
             self.in_frame += 1;
@@ -564,6 +592,46 @@ mod tests {
         let exact = raw_wav(2, 8_000, 8, 16_000, &pcm8(16_000));
         let dec = decode_limited(&exact[..], Path::new("exact.wav"), 1).unwrap();
         assert_eq!(dec.audio.samples.len(), 8_000);
+    }
+
+    /// Found by the wav_reader fuzz target: finite float samples near f32::MAX overflowed the
+    /// downmix and the resampler to infinity.
+    #[test]
+    fn float_samples_past_full_scale_are_clipped_and_reported() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("loud.wav");
+        let spec = hound::WavSpec {
+            channels: 2,
+            sample_rate: 16000,
+            bits_per_sample: 32,
+            sample_format: hound::SampleFormat::Float,
+        };
+        let mut w = hound::WavWriter::create(&p, spec).unwrap();
+        for i in 0..800 {
+            let x = if i % 2 == 0 { 3e38f32 } else { -3e38 };
+            w.write_sample(x).unwrap();
+            w.write_sample(x).unwrap();
+        }
+        for _ in 0..800 {
+            w.write_sample(0.25f32).unwrap();
+            w.write_sample(0.75f32).unwrap();
+        }
+        w.finalize().unwrap();
+        let got = read(&p).unwrap();
+        let x = &got.audio.samples;
+        assert_eq!(x.len(), 1600);
+        assert_eq!((x[0], x[1], x[1599]), (1.0, -1.0, 0.5));
+        assert_eq!(got.warnings.len(), 1, "{:?}", got.warnings);
+        let w = &got.warnings[0];
+        assert!(
+            w.contains("loud.wav") && w.contains("1600 float samples"),
+            "{w}"
+        );
+        assert!(w.contains("integer-scaled"), "{w}");
+        for to in [16000, 44100, 8000] {
+            let out = crate::resample::resample(x, 16000, to).unwrap();
+            assert!(out.iter().all(|v| v.is_finite()), "to {to} Hz");
+        }
     }
 
     #[test]
