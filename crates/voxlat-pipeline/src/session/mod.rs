@@ -18,90 +18,24 @@
 //! audio time, which is mapped onto the process clock at the moment the endpointer decides,
 //! so endpointing is then in audio time (the results say so).
 
-use crate::error::{SessionError, SourceError, TurnError};
+mod inputs;
+mod launch;
+
+pub use inputs::{SessionOptions, SourceClock, SourceEvent, TurnMeta};
+
+use crate::error::SessionError;
 use crate::output::Output;
-use crate::record::{BusySpan, SpeculativeReply, TurnOutcome, TurnRecord};
-use crate::respond::{Hold, Pipeline, Progress, ProgressFn, TurnCtx};
+use crate::record::{BusySpan, TurnRecord};
+use crate::respond::{Pipeline, Progress, ProgressFn};
 use crate::workers::AsrResult;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tokio::sync::{mpsc, oneshot, watch};
-use voxlat_core::{clock, EventKind, Nanos, RequestId, Timeline};
+use voxlat_core::{clock, EventKind, Nanos, Timeline};
 use voxlat_llm::Message;
 use voxlat_vad::VadEvent;
-
-/// What a source tells the session.
-#[derive(Debug)]
-pub enum SourceEvent {
-    /// The endpointer's event, and when it reached the session (process clock).
-    Vad { ev: VadEvent, received: Nanos },
-    /// When the annotated last speech sample entered the pipeline (replay's ground truth, on
-    /// the source clock). It applies to the next endpoint.
-    Truth(Nanos),
-    /// The user spoke over a reply, from `onset`.
-    BargeIn { onset: Nanos },
-    /// The source has no more audio.
-    Ended,
-    /// The source failed.
-    Failed(SourceError),
-}
-
-/// The clock a source's times are on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SourceClock {
-    /// The process clock: paced replay, the microphone.
-    Process,
-    /// Audio time: unpaced replay. Mapped onto the process clock at the endpoint decision.
-    Audio,
-}
-
-/// Who a turn is, for its record.
-#[derive(Clone, Debug, Default)]
-pub struct TurnMeta {
-    pub scenario: String,
-    pub turn: String,
-    pub repeat: u32,
-    pub warmup: bool,
-    /// What was said, when known: the turn is then scored (WER).
-    pub reference: Option<String>,
-    pub expect_keywords: Vec<String>,
-    pub speech_end_annotated: bool,
-    /// Overrides the pipeline's system prompt.
-    pub system_prompt: Option<String>,
-}
-
-impl TurnMeta {
-    /// The n-th turn of a live session.
-    pub fn live(n: u32) -> TurnMeta {
-        TurnMeta {
-            scenario: "live".into(),
-            turn: format!("turn-{n}"),
-            ..TurnMeta::default()
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-pub struct SessionOptions {
-    pub clock: SourceClock,
-    /// Give up when no speech started and no turn ran for this long.
-    pub idle_timeout: Option<Duration>,
-    /// A source that ends without one turn still yields a record (replay: the utterance
-    /// failed), rather than nothing.
-    pub record_empty_source: bool,
-}
-
-impl Default for SessionOptions {
-    fn default() -> Self {
-        SessionOptions {
-            clock: SourceClock::Process,
-            idle_timeout: None,
-            record_empty_source: false,
-        }
-    }
-}
 
 type TurnFuture<'p> = Pin<Box<dyn Future<Output = (TurnRecord, Vec<Message>)> + Send + 'p>>;
 type Labels<'p> = Box<dyn FnMut(u32) -> TurnMeta + Send + 'p>;
@@ -400,147 +334,4 @@ impl<'p> Session<'p> {
             self.cancel_turn(at);
         }
     }
-
-    fn start(&mut self, e: Endpointed) {
-        self.started += 1;
-        let meta = (self.labels)(self.started);
-        let progress = self.progress.clone();
-        self.launch(meta, e.asr, Facts::Known(e.commit), progress, None);
-    }
-
-    /// A speculative reply, from the provisional end's transcription: it runs through TTS
-    /// but is held (and quiet) until the endpoint commits it.
-    fn start_held(&mut self, asr: oneshot::Receiver<AsrResult>) {
-        let meta = (self.labels)(self.started + 1);
-        let (facts, facts_rx) = oneshot::channel();
-        let (hold, hold_rx) = watch::channel(None);
-        // Nothing is shown of a reply that may never be spoken.
-        let quiet: Arc<ProgressFn> = Arc::new(|_| {});
-        self.launch(meta, asr, Facts::Pending(facts_rx), quiet, Some(hold_rx));
-        if let Some(t) = &mut self.turn {
-            t.uncommitted = Some((facts, hold));
-        }
-    }
-
-    fn launch(
-        &mut self,
-        meta: TurnMeta,
-        asr: oneshot::Receiver<AsrResult>,
-        facts: Facts,
-        progress: Arc<ProgressFn>,
-        hold: Option<Hold>,
-    ) {
-        let pipeline = self.pipeline;
-        let output = self.output;
-        let mut history = std::mem::take(&mut self.history);
-        let (cancel, cancel_rx) = watch::channel(None);
-        if matches!(facts, Facts::Known(_)) {
-            progress(Progress::Started(self.started));
-        }
-        let fut = Box::pin(async move {
-            let tl = Arc::new(Timeline::new(RequestId::new()));
-            let mut rec = blank_record(&meta, &tl);
-            let (known, pending) = match facts {
-                Facts::Known(c) => (Some(c), None),
-                Facts::Pending(rx) => (None, Some(rx)),
-            };
-            // A held reply's transcript is not bound to an endpoint yet: its stamps are
-            // raised to the endpoint at the commit instead.
-            let endpoint = known.as_ref().map_or(Nanos(0), |c| c.received);
-            if let Some(c) = known {
-                c.apply(&tl, &mut rec);
-            }
-            let system_prompt = meta
-                .system_prompt
-                .as_deref()
-                .unwrap_or(&pipeline.cfg.system_prompt);
-            let cx = TurnCtx {
-                tl: &tl,
-                rec: &mut rec,
-                history: &mut history,
-                system_prompt,
-                expect_keywords: &meta.expect_keywords,
-                output,
-                cancel: cancel_rx,
-                progress: &*progress,
-                hold,
-            };
-            if let Err(err) = pipeline.respond(asr, endpoint, cx).await {
-                fail(&mut rec, &err);
-            }
-            let mut committed_at = None;
-            if let Some(rx) = pending {
-                match rx.await {
-                    Ok(c) => {
-                        committed_at = Some(c.received);
-                        c.apply(&tl, &mut rec);
-                    }
-                    Err(_) => {
-                        rec.speculative_reply = Some(SpeculativeReply {
-                            committed: false,
-                            compute_ms: rec.compute_ms(),
-                            ..SpeculativeReply::default()
-                        });
-                        return (rec, history);
-                    }
-                }
-            }
-            if let Some(reference) = &meta.reference {
-                if rec.asr_compute_ms.is_some() {
-                    rec.wer = Some(voxlat_core::text::wer(reference, &rec.transcript));
-                }
-            }
-            rec.events = tl.snapshot().events;
-            if let Some(at) = committed_at {
-                rec.commit_speculation(at);
-            }
-            rec.compute_breakdown();
-            (rec, history)
-        });
-        self.turn = Some(InFlight {
-            fut,
-            cancel,
-            uncommitted: None,
-        });
-    }
-
-    /// Replay's utterance that never reached an endpoint still has a record, once.
-    fn empty_source_record(&mut self) -> Option<TurnRecord> {
-        if !self.opts.record_empty_source || self.started > 0 {
-            return None;
-        }
-        self.started += 1;
-        let meta = (self.labels)(1);
-        let tl = Timeline::new(RequestId::new());
-        let mut rec = blank_record(&meta, &tl);
-        rec.retractions = self.listening.retractions;
-        fail(
-            &mut rec,
-            &if self.ended {
-                TurnError::NoSpeech
-            } else {
-                TurnError::NoEndpoint
-            },
-        );
-        Some(rec)
-    }
-}
-
-fn blank_record(meta: &TurnMeta, tl: &Timeline) -> TurnRecord {
-    TurnRecord {
-        repeat: meta.repeat,
-        warmup: meta.warmup,
-        speech_end_annotated: meta.speech_end_annotated,
-        ..TurnRecord::blank(
-            &meta.scenario,
-            &meta.turn,
-            &tl.id().to_string(),
-            meta.reference.as_deref().unwrap_or(""),
-        )
-    }
-}
-
-fn fail(rec: &mut TurnRecord, err: &TurnError) {
-    rec.outcome = TurnOutcome::Error;
-    rec.error = Some(err.to_string());
 }

@@ -1,0 +1,78 @@
+//! What a session is given: its source's events, the clock they are on, how each turn is
+//! labelled, and its options.
+
+use crate::error::SourceError;
+use std::time::Duration;
+use voxlat_core::Nanos;
+use voxlat_vad::VadEvent;
+
+/// What a source tells the session.
+#[derive(Debug)]
+pub enum SourceEvent {
+    /// The endpointer's event, and when it reached the session (process clock).
+    Vad { ev: VadEvent, received: Nanos },
+    /// When the annotated last speech sample entered the pipeline (replay's ground truth, on
+    /// the source clock). It applies to the next endpoint.
+    Truth(Nanos),
+    /// The user spoke over a reply, from `onset`.
+    BargeIn { onset: Nanos },
+    /// The source has no more audio.
+    Ended,
+    /// The source failed.
+    Failed(SourceError),
+}
+
+/// The clock a source's times are on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceClock {
+    /// The process clock: paced replay, the microphone.
+    Process,
+    /// Audio time: unpaced replay. Mapped onto the process clock at the endpoint decision.
+    Audio,
+}
+
+/// Who a turn is, for its record.
+#[derive(Clone, Debug, Default)]
+pub struct TurnMeta {
+    pub scenario: String,
+    pub turn: String,
+    pub repeat: u32,
+    pub warmup: bool,
+    /// What was said, when known: the turn is then scored (WER).
+    pub reference: Option<String>,
+    pub expect_keywords: Vec<String>,
+    pub speech_end_annotated: bool,
+    /// Overrides the pipeline's system prompt.
+    pub system_prompt: Option<String>,
+}
+
+impl TurnMeta {
+    /// The n-th turn of a live session.
+    pub fn live(n: u32) -> TurnMeta {
+        TurnMeta {
+            scenario: "live".into(),
+            turn: format!("turn-{n}"),
+            ..TurnMeta::default()
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct SessionOptions {
+    pub clock: SourceClock,
+    /// Give up when no speech started and no turn ran for this long.
+    pub idle_timeout: Option<Duration>,
+    /// A source that ends without one turn still yields a record (replay: the utterance
+    /// failed), rather than nothing.
+    pub record_empty_source: bool,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            clock: SourceClock::Process,
+            idle_timeout: None,
+            record_empty_source: false,
+        }
+    }
+}

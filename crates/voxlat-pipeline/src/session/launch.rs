@@ -1,0 +1,156 @@
+//! Starting a turn: the endpoint's facts (known, or still to come for a held speculative
+//! reply), the turn's own timeline and record, and the pipeline's response as one future.
+
+use super::{Endpointed, Facts, InFlight, Session, TurnMeta};
+use crate::error::TurnError;
+use crate::record::{SpeculativeReply, TurnOutcome, TurnRecord};
+use crate::respond::{Hold, Progress, ProgressFn, TurnCtx};
+use crate::workers::AsrResult;
+use std::sync::Arc;
+use tokio::sync::{oneshot, watch};
+use voxlat_core::{Nanos, RequestId, Timeline};
+
+impl<'p> Session<'p> {
+    pub(super) fn start(&mut self, e: Endpointed) {
+        self.started += 1;
+        let meta = (self.labels)(self.started);
+        let progress = self.progress.clone();
+        self.launch(meta, e.asr, Facts::Known(e.commit), progress, None);
+    }
+
+    /// A speculative reply, from the provisional end's transcription: it runs through TTS
+    /// but is held (and quiet) until the endpoint commits it.
+    pub(super) fn start_held(&mut self, asr: oneshot::Receiver<AsrResult>) {
+        let meta = (self.labels)(self.started + 1);
+        let (facts, facts_rx) = oneshot::channel();
+        let (hold, hold_rx) = watch::channel(None);
+        // Nothing is shown of a reply that may never be spoken.
+        let quiet: Arc<ProgressFn> = Arc::new(|_| {});
+        self.launch(meta, asr, Facts::Pending(facts_rx), quiet, Some(hold_rx));
+        if let Some(t) = &mut self.turn {
+            t.uncommitted = Some((facts, hold));
+        }
+    }
+
+    fn launch(
+        &mut self,
+        meta: TurnMeta,
+        asr: oneshot::Receiver<AsrResult>,
+        facts: Facts,
+        progress: Arc<ProgressFn>,
+        hold: Option<Hold>,
+    ) {
+        let pipeline = self.pipeline;
+        let output = self.output;
+        let mut history = std::mem::take(&mut self.history);
+        let (cancel, cancel_rx) = watch::channel(None);
+        if matches!(facts, Facts::Known(_)) {
+            progress(Progress::Started(self.started));
+        }
+        let fut = Box::pin(async move {
+            let tl = Arc::new(Timeline::new(RequestId::new()));
+            let mut rec = blank_record(&meta, &tl);
+            let (known, pending) = match facts {
+                Facts::Known(c) => (Some(c), None),
+                Facts::Pending(rx) => (None, Some(rx)),
+            };
+            // A held reply's transcript is not bound to an endpoint yet: its stamps are
+            // raised to the endpoint at the commit instead.
+            let endpoint = known.as_ref().map_or(Nanos(0), |c| c.received);
+            if let Some(c) = known {
+                c.apply(&tl, &mut rec);
+            }
+            let system_prompt = meta
+                .system_prompt
+                .as_deref()
+                .unwrap_or(&pipeline.cfg.system_prompt);
+            let cx = TurnCtx {
+                tl: &tl,
+                rec: &mut rec,
+                history: &mut history,
+                system_prompt,
+                expect_keywords: &meta.expect_keywords,
+                output,
+                cancel: cancel_rx,
+                progress: &*progress,
+                hold,
+            };
+            if let Err(err) = pipeline.respond(asr, endpoint, cx).await {
+                fail(&mut rec, &err);
+            }
+            let mut committed_at = None;
+            if let Some(rx) = pending {
+                match rx.await {
+                    Ok(c) => {
+                        committed_at = Some(c.received);
+                        c.apply(&tl, &mut rec);
+                    }
+                    Err(_) => {
+                        rec.speculative_reply = Some(SpeculativeReply {
+                            committed: false,
+                            compute_ms: rec.compute_ms(),
+                            ..SpeculativeReply::default()
+                        });
+                        return (rec, history);
+                    }
+                }
+            }
+            if let Some(reference) = &meta.reference {
+                if rec.asr_compute_ms.is_some() {
+                    rec.wer = Some(voxlat_core::text::wer(reference, &rec.transcript));
+                }
+            }
+            rec.events = tl.snapshot().events;
+            if let Some(at) = committed_at {
+                rec.commit_speculation(at);
+            }
+            rec.compute_breakdown();
+            (rec, history)
+        });
+        self.turn = Some(InFlight {
+            fut,
+            cancel,
+            uncommitted: None,
+        });
+    }
+
+    /// Replay's utterance that never reached an endpoint still has a record, once.
+    pub(super) fn empty_source_record(&mut self) -> Option<TurnRecord> {
+        if !self.opts.record_empty_source || self.started > 0 {
+            return None;
+        }
+        self.started += 1;
+        let meta = (self.labels)(1);
+        let tl = Timeline::new(RequestId::new());
+        let mut rec = blank_record(&meta, &tl);
+        rec.retractions = self.listening.retractions;
+        fail(
+            &mut rec,
+            &if self.ended {
+                TurnError::NoSpeech
+            } else {
+                TurnError::NoEndpoint
+            },
+        );
+        Some(rec)
+    }
+}
+
+fn blank_record(meta: &TurnMeta, tl: &Timeline) -> TurnRecord {
+    TurnRecord {
+        repeat: meta.repeat,
+        warmup: meta.warmup,
+        speech_end_annotated: meta.speech_end_annotated,
+        ..TurnRecord::blank(
+            &meta.scenario,
+            &meta.turn,
+            &tl.id().to_string(),
+            meta.reference.as_deref().unwrap_or(""),
+        )
+    }
+}
+
+fn fail(rec: &mut TurnRecord, err: &TurnError) {
+    rec.outcome = TurnOutcome::Error;
+    rec.error = Some(err.to_string());
+}
