@@ -4,15 +4,22 @@ use voxlat_asr::engine::AsrError;
 use voxlat_llm::LlmError;
 use voxlat_vad::VadError;
 
-/// Why an audio source (the microphone, or replay's recorded utterance) failed.
+/// Why an audio source (the microphone, or replay's recorded utterance) failed. Each message
+/// already holds its cause's words, so no cause is chained again (`{:#}` would repeat them).
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
     #[error("the endpointer: {0}")]
-    Endpointer(#[from] VadError),
+    Endpointer(VadError),
     #[error("the input device {device} stopped")]
     DeviceStopped { device: String },
     #[error("no thread for it: {0}")]
-    Thread(#[source] std::io::Error),
+    Thread(std::io::Error),
+}
+
+impl From<VadError> for SourceError {
+    fn from(e: VadError) -> Self {
+        SourceError::Endpointer(e)
+    }
 }
 
 /// A stage that could not be started.
@@ -32,7 +39,7 @@ pub enum TurnError {
     #[error("the endpointer found no speech in the utterance")]
     NoSpeech,
     #[error("cannot start the audio source: {0}")]
-    Source(#[source] SourceError),
+    Source(SourceError),
     #[error("the ASR worker stopped")]
     AsrWorkerGone,
     #[error("ASR failed: {0}")]
@@ -49,7 +56,7 @@ pub enum TurnError {
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
     /// The microphone, its endpointer or its thread failed.
-    #[error("{0}")]
+    #[error(transparent)]
     Source(#[from] SourceError),
     #[error("the audio source stopped")]
     SourceGone,
