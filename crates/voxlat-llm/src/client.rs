@@ -6,8 +6,9 @@
 
 use crate::chunk::{self, Payload};
 use crate::config::Endpoint;
-use crate::connection::{self, ConnProbe, DnsError, TimedConnectLayer, TimedResolver};
-use crate::error::{not_found_hint, truncate_body, LlmError};
+use crate::connection::{self, ConnProbe, TimedConnectLayer, TimedResolver};
+use crate::error::{truncate_body, LlmError};
+use crate::http_error::{self, chain, closed_before_response, header_str};
 use crate::record::{DeltaStamp, Retry, StreamOutcome};
 use crate::sse::{SseEvent, SseParser, MAX_EVENT_BYTES};
 use crate::think::ThinkSplitter;
@@ -220,14 +221,14 @@ impl LlmClient {
                 probe.reset();
                 out.retry = Some(Retry {
                     sent: clock::now(),
-                    first_error: self.scrub(&chain(&e)),
+                    first_error: http_error::scrub(&self.endpoint, &chain(&e)),
                 });
                 match self.send(request(&self.fresh_http), probe).await {
                     Ok(r) => r,
                     Err(SendError::Http(e)) if closed_before_response(&e) => {
                         return Err(LlmError::ConnectionClosed {
                             url,
-                            detail: self.scrub(&chain(&e)),
+                            detail: http_error::scrub(&self.endpoint, &chain(&e)),
                             retried: true,
                         })
                     }
@@ -237,7 +238,7 @@ impl LlmClient {
             Err(SendError::Http(e)) if closed_before_response(&e) => {
                 return Err(LlmError::ConnectionClosed {
                     url,
-                    detail: self.scrub(&chain(&e)),
+                    detail: http_error::scrub(&self.endpoint, &chain(&e)),
                     retried: false,
                 })
             }
@@ -249,14 +250,20 @@ impl LlmClient {
         out.server_request_id = header_str(&resp, "x-request-id");
 
         if !resp.status().is_success() {
-            return Err(self.status_error(resp, &url).await);
+            return Err(http_error::status_error(
+                &self.endpoint,
+                resp,
+                &url,
+                self.opts.idle_timeout,
+            )
+            .await);
         }
         let content_type = header_str(&resp, "content-type").unwrap_or_default();
         if !content_type
             .to_ascii_lowercase()
             .starts_with("text/event-stream")
         {
-            let body = self.read_body(resp).await;
+            let body = http_error::read_body(&self.endpoint, resp, self.opts.idle_timeout).await;
             return Err(LlmError::NotSse {
                 url,
                 content_type,
@@ -308,7 +315,7 @@ impl LlmClient {
                 Ok(None) => break,
                 Ok(Some(Err(e))) => {
                     return Err(LlmError::Disconnected {
-                        detail: self.scrub(&chain(&e)),
+                        detail: http_error::scrub(&self.endpoint, &chain(&e)),
                     })
                 }
                 Ok(Some(Ok(bytes))) => {
@@ -364,125 +371,10 @@ impl LlmClient {
                 after: self.opts.headers_timeout,
                 flag: "--headers-timeout",
             },
-            SendError::Http(e) => self.classify(&e, url),
-        }
-    }
-
-    async fn read_body(&self, resp: reqwest::Response) -> String {
-        // Only the start of a body is ever shown, so only that much is read: a gateway's
-        // endless or huge error page must not be buffered whole.
-        const READ_LIMIT: usize = 64 * 1024;
-        let read = async {
-            let mut stream = resp.bytes_stream();
-            let mut buf = Vec::new();
-            while buf.len() < READ_LIMIT {
-                match stream.next().await {
-                    Some(Ok(b)) => buf.extend_from_slice(&b),
-                    Some(Err(e)) => return Err(e),
-                    None => break,
-                }
+            SendError::Http(e) => {
+                http_error::classify(&self.endpoint, &e, url, self.opts.connect_timeout)
             }
-            buf.truncate(READ_LIMIT);
-            Ok(String::from_utf8_lossy(&buf).into_owned())
-        };
-        let text = match tokio::time::timeout(self.opts.idle_timeout, read).await {
-            Ok(Ok(t)) => t,
-            Ok(Err(e)) => format!("<body unreadable: {}>", chain(&e)),
-            Err(_) => "<body timed out>".into(),
-        };
-        truncate_body(&self.scrub(&text))
-    }
-
-    async fn status_error(&self, resp: reqwest::Response, url: &str) -> LlmError {
-        let status = resp.status().as_u16();
-        let retry_after = header_str(&resp, "retry-after");
-        let body = self.read_body(resp).await;
-        match status {
-            401 | 403 => LlmError::Unauthorized {
-                status,
-                url: url.to_string(),
-                hint: auth_hint(
-                    self.endpoint.key().is_some(),
-                    self.endpoint.api_key.as_ref().map(|k| k.source.as_str()),
-                ),
-                body,
-            },
-            404 => LlmError::NotFound {
-                url: url.to_string(),
-                hint: not_found_hint(&self.endpoint.base_url.value),
-                body,
-            },
-            _ => LlmError::Status {
-                status,
-                url: url.to_string(),
-                body,
-                retry_after,
-            },
         }
-    }
-
-    fn scrub(&self, text: &str) -> String {
-        match self.endpoint.key() {
-            Some(k) => k.scrub(text),
-            None => text.to_string(),
-        }
-    }
-
-    fn classify(&self, e: &reqwest::Error, url: &str) -> LlmError {
-        let detail = self.scrub(&chain(e));
-        let host = e.url().and_then(|u| u.host_str()).unwrap_or("").to_string();
-        let addr = e
-            .url()
-            .map(|u| format!("{}:{}", host, u.port_or_known_default().unwrap_or(0)))
-            .unwrap_or_else(|| url.to_string());
-        let mut refused = false;
-        let mut dns: Option<(String, String)> = None;
-        let mut tls = false;
-        visit_sources(e, &mut |err| {
-            if let Some(d) = err.downcast_ref::<DnsError>() {
-                dns.get_or_insert((d.host.clone(), d.source.to_string()));
-            }
-            tls |= err.downcast_ref::<rustls::Error>().is_some();
-            if let Some(io) = err.downcast_ref::<std::io::Error>() {
-                refused |= io.kind() == std::io::ErrorKind::ConnectionRefused;
-            }
-        });
-        if let Some((host, detail)) = dns {
-            return LlmError::Dns { host, detail };
-        }
-        if tls {
-            return LlmError::Tls {
-                url: url.into(),
-                detail,
-            };
-        }
-        if e.is_timeout() {
-            return LlmError::Timeout {
-                phase: "connecting",
-                after: self.opts.connect_timeout,
-                flag: "--connect-timeout",
-            };
-        }
-        let proxy = env_proxy_for(url, &host);
-        if e.is_connect() {
-            if let Some(proxy) = proxy {
-                return LlmError::Proxy {
-                    url: url.into(),
-                    proxy,
-                    host,
-                    detail,
-                };
-            }
-            if refused {
-                return LlmError::ConnectionRefused { addr, proxy: None };
-            }
-            return LlmError::Connect {
-                url: url.into(),
-                detail,
-                proxy: None,
-            };
-        }
-        LlmError::Other(format!("request to {url} failed: {detail}"))
     }
 
     /// `GET {base}/models`: the model IDs the server offers.
@@ -500,11 +392,24 @@ impl LlmClient {
                     flag: "--headers-timeout",
                 })
             }
-            Ok(Err(e)) => return Err(self.classify(&e, &url)),
+            Ok(Err(e)) => {
+                return Err(http_error::classify(
+                    &self.endpoint,
+                    &e,
+                    &url,
+                    self.opts.connect_timeout,
+                ))
+            }
             Ok(Ok(r)) => r,
         };
         if !resp.status().is_success() {
-            return Err(self.status_error(resp, &url).await);
+            return Err(http_error::status_error(
+                &self.endpoint,
+                resp,
+                &url,
+                self.opts.idle_timeout,
+            )
+            .await);
         }
         // Parsed, so read whole: a list cut at the display limit is broken JSON (llama.cpp's
         // is 807 bytes, OpenAI's tens of KiB). Only the error message is truncated.
@@ -529,7 +434,7 @@ impl LlmClient {
         parse_model_list(&text).map_err(|e| {
             LlmError::Other(format!(
                 "{url} did not return a model list ({e}): {}",
-                truncate_body(&self.scrub(&text))
+                truncate_body(&http_error::scrub(&self.endpoint, &text))
             ))
         })
     }
@@ -697,117 +602,6 @@ fn build_http(opts: &ClientOptions, tls: bool, fresh: bool) -> Result<reqwest::C
         .map_err(|e| LlmError::Other(format!("cannot build the HTTP client: {}", chain(&e))))
 }
 
-/// The connection was closed, reset or broken before any byte of the response arrived: what
-/// a server's keep-alive limit, idle timeout or a proxy does to a pooled connection the
-/// client then reuses. hyper's "connection closed before message completed" is
-/// `is_incomplete_message`.
-fn closed_before_response(e: &reqwest::Error) -> bool {
-    if e.is_timeout() || e.is_connect() || e.is_status() {
-        return false;
-    }
-    let mut closed = false;
-    visit_sources(e, &mut |err| {
-        if let Some(h) = err.downcast_ref::<hyper::Error>() {
-            closed |= h.is_incomplete_message() || h.is_canceled();
-        }
-        if let Some(io) = err.downcast_ref::<std::io::Error>() {
-            use std::io::ErrorKind::*;
-            closed |= matches!(
-                io.kind(),
-                ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof
-            );
-        }
-    });
-    closed
-}
-
-fn header_str(resp: &reqwest::Response, name: &str) -> Option<String> {
-    resp.headers()
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
-}
-
-fn auth_hint(key_present: bool, source: Option<&str>) -> String {
-    if key_present {
-        format!(
-            "Check the API key (from {}). voxlat sends it as \"Authorization: Bearer <key>\", so give the bare key; a pasted \"Bearer \" prefix is removed",
-            source.unwrap_or("configuration")
-        )
-    } else {
-        "No API key was set: pass --api-key, or set VOXLAT_API_KEY (or OPENAI_API_KEY)".into()
-    }
-}
-
-/// Calls `f` on `e` and every error below it. `io::Error` needs special care: its `source()`
-/// skips the error it wraps (it returns the *inner* error's source), and TLS stacks wrap
-/// `rustls::Error` in one or two layers of `io::Error`.
-fn visit_sources(
-    e: &(dyn std::error::Error + 'static),
-    f: &mut dyn FnMut(&(dyn std::error::Error + 'static)),
-) {
-    f(e);
-    if let Some(inner) = e
-        .downcast_ref::<std::io::Error>()
-        .and_then(|io| io.get_ref())
-    {
-        visit_sources(inner, f);
-    }
-    if let Some(src) = e.source() {
-        visit_sources(src, f);
-    }
-}
-
-/// The error and its sources, joined: reqwest's top-level message alone ("error sending
-/// request") says nothing useful.
-pub fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(inner) = src {
-        let m = inner.to_string();
-        if !s.contains(&m) {
-            s.push_str(": ");
-            s.push_str(&m);
-        }
-        src = inner.source();
-    }
-    s
-}
-
-/// The proxy the environment sets for this URL, credentials removed, unless NO_PROXY
-/// exempts the host. Mirrors the variables reqwest reads, for the error hint only.
-pub fn env_proxy_for(url: &str, host: &str) -> Option<String> {
-    let get = |names: &[&str]| {
-        names
-            .iter()
-            .find_map(|n| std::env::var(n).ok().filter(|v| !v.trim().is_empty()))
-    };
-    let vars: &[&str] = if url.starts_with("https://") {
-        &["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"]
-    } else {
-        &["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
-    };
-    let proxy = get(vars)?;
-    if let Some(no) = get(&["NO_PROXY", "no_proxy"]) {
-        let exempt = no.split(',').map(str::trim).any(|p| {
-            p == "*"
-                || p == host
-                || (!p.is_empty() && host.ends_with(&format!(".{}", p.trim_start_matches('.'))))
-        });
-        if exempt {
-            return None;
-        }
-    }
-    Some(strip_userinfo(&proxy))
-}
-
-fn strip_userinfo(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => format!("{}{}", &url[..s + 3], &url[at + 1..]),
-        _ => url.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -830,14 +624,5 @@ mod tests {
         assert_eq!(b["stop"][0], "\n");
         assert_eq!(b["top_k"], 5);
         assert!(b.get("temperature").is_none());
-    }
-
-    #[test]
-    fn proxy_credentials_are_not_shown() {
-        assert_eq!(
-            strip_userinfo("http://user:pw@proxy:3128"),
-            "http://proxy:3128"
-        );
-        assert_eq!(strip_userinfo("http://proxy:3128"), "http://proxy:3128");
     }
 }

@@ -9,6 +9,7 @@ pub mod client;
 pub mod config;
 pub mod connection;
 pub mod error;
+pub mod http_error;
 pub mod record;
 pub mod sse;
 pub mod think;
