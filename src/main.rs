@@ -48,6 +48,8 @@ enum Command {
     Models(cmd::models::ModelsArgs),
     /// Run the embedded OpenAI-compatible LLM server (llama.cpp) with server-side timings; `voxlat serve --help` for its flags.
     Serve(cmd::serve::ServeArgs),
+    /// Serve the embedded Whisper and Piper over OpenAI's speech API (transcriptions and speech), for --asr-url/--tts-url and other clients.
+    ServeAudio(cmd::serve_audio::ServeAudioArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +70,7 @@ fn main() -> ExitCode {
         Command::Speak(args) => cmd::speak::run(args),
         Command::Models(args) => cmd::models::run(args),
         Command::Serve(args) => cmd::serve::run(args),
+        Command::ServeAudio(args) => cmd::serve_audio::run(args),
     };
     match result {
         Ok(code) => code,

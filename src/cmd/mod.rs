@@ -11,6 +11,7 @@ pub mod replay;
 pub mod report;
 pub mod run;
 pub mod serve;
+pub mod serve_audio;
 pub mod speak;
 pub mod transcribe;
 pub mod vad;

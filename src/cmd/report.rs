@@ -21,7 +21,11 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
         .output
         .unwrap_or_else(|| args.results.with_extension("html"));
     voxlat_core::fsio::write_atomic(&out, crate::report::html::render(&r).as_bytes())?;
-    crate::report::print_report(&r);
+    if r.levels.is_empty() {
+        crate::report::print_report(&r);
+    } else {
+        crate::report::print_levels(&r);
+    }
     println!("Report: {}", out.display());
     Ok(ExitCode::SUCCESS)
 }

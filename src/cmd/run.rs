@@ -3,6 +3,7 @@
 //! session's results in replay's schema.
 
 use crate::common::llm::attach_llm;
+use crate::common::remote::{RemoteStageArgs, RemoteStages};
 use crate::common::reply::ReplyArgs;
 use crate::common::stages::{load_pipeline, ModelPaths, StageOptions};
 use crate::common::turn::{load_turn_model, TurnArgs};
@@ -75,6 +76,8 @@ pub struct RunArgs {
     pub turn: TurnArgs,
     #[command(flatten)]
     pub reply: ReplyArgs,
+    #[command(flatten)]
+    pub remote: RemoteStageArgs,
     /// Never interrupt a reply, whatever the microphone hears.
     #[arg(long)]
     pub no_barge_in: bool,
@@ -191,6 +194,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             Capture::open(&input, voxlat_audio::PIPELINE_RATE, None)
         })?;
 
+    let remote = RemoteStages::resolve(&args.remote)?;
+    let remote_urls = (
+        remote.asr_url().map(str::to_string),
+        remote.tts_url().map(str::to_string),
+    );
     let budget = ThreadBudget::detect();
     let store = voxlat_models::Store::open_default(None)?;
     let models = ModelPaths::resolve(&store, args.voice.clone().or(file.voice.clone()))?;
@@ -228,6 +236,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let opts = StageOptions {
         llm_idle_timeout: Duration::from_secs(60),
         asr_fallback: args.asr_fallback,
+        remote,
     };
     let mut pipeline = load_pipeline(cfg, &budget, &models, endpoint, opts)?;
     if args.turn.enabled() {
@@ -246,8 +255,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let (mono, mono_err) = voxlat_audio::clockmap::monotonic_offset();
     let stages = serde_json::json!({
         "clock": { "monotonic_minus_process_ns": i64::try_from(mono).unwrap_or(i64::MIN), "error_ns": mono_err },
-        "asr": models.whisper.display().to_string(),
-        "tts": models.voice.display().to_string(),
+        "asr": remote_urls.0.unwrap_or_else(|| models.whisper.display().to_string()),
+        "tts": remote_urls.1.unwrap_or_else(|| models.voice.display().to_string()),
         "onnxruntime": models.runtime.display().to_string(),
         "asr_fallback": args.asr_fallback.name(),
         "llm": llm_url,

@@ -3,6 +3,7 @@
 
 pub mod duration;
 pub mod llm;
+pub mod remote;
 pub mod reply;
 pub mod signal;
 pub mod stages;

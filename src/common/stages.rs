@@ -1,13 +1,16 @@
 //! The product's stages, loaded the one way every command loads them.
 
+use crate::common::remote::RemoteStages;
 use anyhow::Result;
 use std::path::PathBuf;
 use std::time::Duration;
 use voxlat_asr::engine::Fallback;
 use voxlat_core::threads::ThreadBudget;
 use voxlat_llm::{ClientOptions, LlmClient};
+use voxlat_pipeline::stages::RemoteVoice;
 use voxlat_pipeline::workers::{AsrWorker, TtsWorker};
 use voxlat_pipeline::{Pipeline, PipelineConfig};
+use voxlat_speech_api::{AsrClient, TtsClient};
 use voxlat_tts::locate::{RUNTIME_FILE, RUNTIME_MODEL, VOICE_FILE, VOICE_MODEL};
 
 /// The Whisper model every command uses, and its file in the cache.
@@ -49,12 +52,14 @@ pub fn runtime_path(store: &voxlat_models::Store) -> Result<PathBuf> {
 }
 
 /// How the stages run, beyond their models.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct StageOptions {
     /// Longest silence between two reads of the LLM stream.
     pub llm_idle_timeout: Duration,
     /// How a Whisper decode that ran away is decoded again.
     pub asr_fallback: Fallback,
+    /// The stages that run on speech servers instead of in process.
+    pub remote: RemoteStages,
 }
 
 /// Whisper and Piper on their worker threads, and the LLM client, as one pipeline.
@@ -76,17 +81,31 @@ fn load_stages(
     endpoint: voxlat_llm::config::Endpoint,
     opts: StageOptions,
 ) -> Result<(AsrWorker, TtsWorker, LlmClient)> {
-    eprintln!(
-        "loading Whisper ({} threads) and Piper ({} thread)…",
-        budget.asr, budget.tts
-    );
-    let asr = AsrWorker::start(&models.whisper, budget.asr, opts.asr_fallback)?;
-    let tts_opts = voxlat_tts::piper::VoiceOptions {
-        intra_threads: budget.tts,
-        runtime: Some(models.runtime.clone()),
-        ..Default::default()
+    let asr = match opts.remote.asr.clone() {
+        Some((endpoint, o)) => {
+            eprintln!("ASR: {}", endpoint.base_url.value);
+            AsrWorker::spawn(move || AsrClient::new(endpoint, o))?
+        }
+        None => {
+            eprintln!("loading Whisper ({} threads)…", budget.asr);
+            AsrWorker::start(&models.whisper, budget.asr, opts.asr_fallback)?
+        }
     };
-    let tts = TtsWorker::start(&models.voice, tts_opts)?;
+    let tts = match opts.remote.tts.clone() {
+        Some((endpoint, o)) => {
+            eprintln!("TTS: {}", endpoint.base_url.value);
+            TtsWorker::spawn(move || TtsClient::new(endpoint, o).map(RemoteVoice::new))?
+        }
+        None => {
+            eprintln!("loading Piper ({} thread)…", budget.tts);
+            let tts_opts = voxlat_tts::piper::VoiceOptions {
+                intra_threads: budget.tts,
+                runtime: Some(models.runtime.clone()),
+                ..Default::default()
+            };
+            TtsWorker::start(&models.voice, tts_opts)?
+        }
+    };
     let client = LlmClient::new(
         endpoint,
         ClientOptions {

@@ -6,11 +6,11 @@ use voxlat_core::EventKind;
 use voxlat_pipeline::record::TurnOutcome;
 use voxlat_pipeline::results::ReplayResults;
 
-const COLORS: &[&str] = &[
+pub(super) const COLORS: &[&str] = &[
     "#4e79a7", "#f28e2b", "#e15759", "#b07aa1", "#76b7b2", "#59a14f", "#edc948",
 ];
 
-fn esc(s: &str) -> String {
+pub(super) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -98,6 +98,7 @@ pub fn render(r: &ReplayResults) -> String {
         );
     }
     h.push_str("</p>");
+    super::html_levels::levels(&mut h, r);
     stacked_bars(&mut h, r);
     distributions(&mut h, r);
     waterfall(&mut h, r);

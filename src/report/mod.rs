@@ -2,9 +2,12 @@
 //! the HTML report.
 
 pub mod html;
+mod html_levels;
+mod levels;
 pub mod live;
 mod summary;
 mod sweep;
 
+pub use levels::print_levels;
 pub use summary::print_report;
 pub use sweep::print_sweep;

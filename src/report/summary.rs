@@ -112,7 +112,12 @@ pub fn print_report(r: &ReplayResults) {
             q.tails_dropped
         );
     }
-    if let Some(c) = &a.asr_compute {
+    for (stage, r) in [("ASR", &a.asr_remote), ("TTS", &a.tts_remote)] {
+        if let Some(r) = r {
+            println!("{}", remote_line(stage, r));
+        }
+    }
+    if let (Some(c), None) = (&a.asr_compute, &a.asr_remote) {
         println!(
             "Whisper: {} of {} decodes ran away and were decoded again; compute P50 {:.0} ms, P95 {:.0} ms, worst {:.0} ms.",
             a.asr_fallbacks, c.n, c.p50, c.p95, c.max
@@ -148,4 +153,37 @@ pub fn print_report(r: &ReplayResults) {
             println!("  {s}");
         }
     }
+}
+
+/// One remote stage's calls in a sentence: the wait, and how much of it the server claims.
+fn remote_line(stage: &str, r: &voxlat_pipeline::remote_summary::RemoteSummary) -> String {
+    let p50 = |s: &Option<voxlat_core::stats::Summary>| {
+        s.as_ref()
+            .map_or("-".to_string(), |s| format!("{:.1}", s.p50))
+    };
+    let mut line = format!(
+        "Remote {stage} ({} calls): sent → headers P50 {} ms, P95 {} ms",
+        r.calls,
+        p50(&r.wait),
+        r.wait
+            .as_ref()
+            .map_or("-".into(), |s| format!("{:.1}", s.p95)),
+    );
+    if stage == "TTS" {
+        line.push_str(&format!("; → first audio P50 {} ms", p50(&r.first_byte)));
+    }
+    if r.server_compute.is_some() {
+        line.push_str(&format!(
+            "; the server's own queue P50 {} ms and compute P50 {} ms, leaving P50 {} ms to the network and upload",
+            p50(&r.server_queue),
+            p50(&r.server_compute),
+            p50(&r.network)
+        ));
+    } else {
+        line.push_str(
+            "; the server sent no Server-Timing, so its compute cannot be told from the network",
+        );
+    }
+    line.push_str(&format!(". Upload P50 {} kB.", p50(&r.upload_kb)));
+    line
 }

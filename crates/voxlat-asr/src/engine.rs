@@ -121,6 +121,9 @@ pub enum AsrError {
     NotFinite { index: usize },
     #[error("whisper.cpp failed: {0}")]
     Inference(#[source] WhisperError),
+    /// A remote transcription server failed; the error says how, with the fix.
+    #[error("remote ASR: {0}")]
+    Remote(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -141,6 +144,8 @@ pub struct Transcript {
     pub tokens: usize,
     /// Set when the first decode ran away and was decoded again.
     pub fallback: Option<FallbackReport>,
+    /// The call, when a remote server transcribed.
+    pub remote: Option<voxlat_core::remote::RemoteCall>,
 }
 
 impl Transcript {
@@ -277,6 +282,7 @@ impl WhisperEngine {
             real_time_factor: compute.as_secs_f64() / seconds,
             tokens: kept.tokens,
             fallback,
+            remote: None,
         })
     }
 

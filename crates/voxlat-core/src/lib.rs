@@ -6,6 +6,7 @@ pub mod clock;
 pub mod event;
 pub mod fsio;
 pub mod memory;
+pub mod remote;
 pub mod report;
 pub mod request_id;
 pub mod script;

@@ -19,6 +19,18 @@ pub struct ThreadBudget {
 }
 
 impl ThreadBudget {
+    /// Each of `callers` pipelines' share: ASR and TTS threads divided among them (at least
+    /// one each), since spin-waiting threads beyond the cores stall everyone. The LLM's
+    /// threads belong to its server, which the callers share, and are unchanged.
+    pub fn shared_by(self, callers: usize) -> ThreadBudget {
+        let callers = callers.max(1);
+        ThreadBudget {
+            asr: (self.asr / callers).max(1),
+            tts: (self.tts / callers).max(1),
+            ..self
+        }
+    }
+
     pub fn for_cores(cores: usize) -> ThreadBudget {
         let cores = cores.max(1);
         let llm = (cores / 2).max(1);
@@ -44,6 +56,20 @@ impl ThreadBudget {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn callers_split_the_stage_threads_but_not_the_servers() {
+        let b = ThreadBudget::for_cores(8);
+        let s = b.shared_by(3);
+        assert_eq!((s.asr, s.tts, s.llm, s.cores), (8 / 3, 1, b.llm, 8));
+        let two = ThreadBudget::for_cores(2).shared_by(4);
+        assert_eq!((two.asr, two.tts), (1, 1));
+        assert_eq!(
+            ThreadBudget::for_cores(2).shared_by(1),
+            ThreadBudget::for_cores(2)
+        );
+    }
+
     use super::*;
 
     #[test]

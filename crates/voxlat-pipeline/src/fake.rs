@@ -65,6 +65,7 @@ impl Transcriber for FakeAsr {
             audio: Duration::from_secs_f64(secs),
             real_time_factor: self.compute.as_secs_f64() / secs.max(1e-9),
             fallback: None,
+            remote: None,
         })
     }
 }
@@ -107,6 +108,8 @@ impl Synthesize for FakeTts {
             compute: self.compute,
             sentences: 1,
             unknown_phonemes: Vec::new(),
+            first_audio: None,
+            remote: None,
         })
     }
 }

@@ -12,10 +12,12 @@
 pub mod config;
 pub mod error;
 pub mod fake;
+pub mod levels;
 pub mod live;
 pub mod output;
 pub mod quality;
 pub mod record;
+pub mod remote_summary;
 mod replay;
 pub mod respond;
 pub mod results;

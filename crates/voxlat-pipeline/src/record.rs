@@ -2,8 +2,10 @@
 //! derived from stamped events by voxlat-core; nothing is timed directly.
 
 use crate::quality::{QualityCounts, ReplyQuality};
+use crate::remote_summary::RemoteSummary;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use voxlat_core::remote::RemoteCall;
 use voxlat_core::segments::{Breakdown, VOICE_TO_VOICE};
 use voxlat_core::stats::Summary;
 use voxlat_core::{EventKind, Nanos, TimelineSnapshot};
@@ -68,6 +70,9 @@ pub struct ChunkRecord {
     pub first_audio: Option<Nanos>,
     pub audio_s: f64,
     pub skipped: Option<String>,
+    /// The call, when a remote speech server spoke the chunk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<RemoteCall>,
 }
 
 impl ChunkRecord {
@@ -79,12 +84,19 @@ impl ChunkRecord {
             first_audio: c.timing.first_audio,
             audio_s: c.duration().as_secs_f64(),
             skipped: c.skipped.as_ref().map(|s| format!("{s:?}")),
+            remote: c.remote.as_deref().cloned(),
         }
     }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TurnRecord {
+    /// The concurrency level of a `--sessions` replay (callers at once); 0 otherwise.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sessions: u32,
+    /// Which caller of that level replayed the turn, from 1; 0 otherwise.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub session: u32,
     pub scenario: String,
     pub turn: String,
     pub repeat: u32,
@@ -109,6 +121,9 @@ pub struct TurnRecord {
     /// Compute spent on those extra decodes, ms (included in `asr_compute_ms`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asr_fallback_ms: Option<f64>,
+    /// The call, when a remote transcription server transcribed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asr_remote: Option<RemoteCall>,
     /// The transcript came from speculative ASR on a provisional endpoint.
     pub speculative_asr: bool,
     pub retractions: u32,
@@ -164,6 +179,8 @@ impl TurnRecord {
     /// A record with nothing measured yet (outcome `Error` until the turn says otherwise).
     pub fn blank(scenario: &str, turn: &str, request_id: &str, reference: &str) -> TurnRecord {
         TurnRecord {
+            sessions: 0,
+            session: 0,
             scenario: scenario.into(),
             turn: turn.into(),
             repeat: 0,
@@ -182,6 +199,7 @@ impl TurnRecord {
             asr_rtf: None,
             asr_fallback: None,
             asr_fallback_ms: None,
+            asr_remote: None,
             speculative_asr: false,
             retractions: 0,
             speech_end_annotated: false,
@@ -312,6 +330,12 @@ pub struct Aggregate {
     /// Whisper compute per turn (every decode), ms: the worst case is its max.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asr_compute: Option<Summary>,
+    /// The remote ASR's calls, when `--asr-url` ran it on a server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asr_remote: Option<RemoteSummary>,
+    /// The remote TTS's calls (every chunk), when `--tts-url` ran it on a server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tts_remote: Option<RemoteSummary>,
     /// |endpointer's speech-end estimate − annotation|, ms, over annotated turns: how far a
     /// live breakdown's start can be from the truth.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -396,6 +420,14 @@ impl Aggregate {
             wer_mean: (!wers.is_empty()).then(|| wers.iter().sum::<f64>() / wers.len() as f64),
             asr_fallbacks: measured.iter().filter(|t| t.asr_fallback.is_some()).count(),
             asr_compute: Summary::from_samples(&asr_compute, 0),
+            asr_remote: RemoteSummary::from_calls(
+                measured.iter().filter_map(|t| t.asr_remote.as_ref()),
+            ),
+            tts_remote: RemoteSummary::from_calls(
+                measured
+                    .iter()
+                    .flat_map(|t| t.chunks.iter().filter_map(|c| c.remote.as_ref())),
+            ),
             speech_end_error: Summary::from_samples(&end_errors, 0),
             underruns: measured.iter().map(|t| t.underruns).sum(),
             quality: QualityCounts::from_turns(
@@ -409,6 +441,10 @@ impl Aggregate {
                 .all(|b| b.segments.iter().map(|s| s.ns).sum::<i64>() == b.total_ns),
         }
     }
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

@@ -67,7 +67,8 @@ impl Pipeline {
             Err(e) => failed(&e),
         };
         *history = session.into_history();
-        let _ = source.join();
+        // Off the runtime's threads: other sessions' turns may be running on them.
+        let _ = tokio::task::spawn_blocking(move || source.join()).await;
         rec
     }
 }

@@ -126,6 +126,7 @@ impl Pipeline {
         let transcript = asr.transcript.map_err(TurnError::Asr)?;
         rec.asr_compute_ms = Some(transcript.compute.as_secs_f64() * 1e3);
         rec.asr_rtf = Some(transcript.real_time_factor);
+        rec.asr_remote = transcript.remote.clone();
         rec.asr_fallback = transcript.fallback.as_ref().map(|f| f.reason.clone());
         rec.asr_fallback_ms = transcript
             .fallback

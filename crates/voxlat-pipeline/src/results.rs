@@ -10,6 +10,7 @@
 //! measured is never lost.
 
 use crate::config::PipelineConfig;
+use crate::levels::{levels, Level};
 use crate::record::{Aggregate, TurnRecord};
 use crate::sweep::SweepRow;
 use serde::{Deserialize, Serialize};
@@ -35,6 +36,9 @@ pub struct ReplayResults {
     pub turns: Vec<TurnRecord>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sweep: Vec<SweepRow>,
+    /// A `--sessions` replay's levels ([`crate::levels`]), recomputed with the aggregate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<Level>,
     /// The JSON Lines file the turns were appended to as they finished, by file name (it lies
     /// beside this file). Absent in files written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -72,6 +76,7 @@ impl ReplayResults {
             aggregate: Aggregate::from_turns(&[]),
             turns: Vec::new(),
             sweep: Vec::new(),
+            levels: Vec::new(),
             turns_jsonl: None,
             finished: false,
         }
@@ -103,6 +108,7 @@ impl ReplayResults {
                 let jsonl = path.with_file_name(name);
                 r.turns = read_jsonl(&jsonl)?;
                 r.aggregate = Aggregate::from_turns(&r.turns);
+                r.levels = levels(&r.turns);
                 r.header.interrupted = true;
                 if r.header.stop_reason.is_none() {
                     r.header.stop_reason = Some(
@@ -221,6 +227,7 @@ impl ResultsWriter {
 
     fn write_summary(&mut self) -> Result<(), WriteError> {
         self.results.aggregate = Aggregate::from_turns(&self.results.turns);
+        self.results.levels = levels(&self.results.turns);
         let json = serde_json::to_vec_pretty(&self.results).map_err(|e| WriteError::Io {
             path: self.json.clone(),
             source: std::io::Error::other(e),

@@ -30,6 +30,9 @@ pub enum TtsError {
     Espeak { detail: String },
     #[error("espeak-ng has no voice `{voice}`. Install the Debian package espeak-ng-data, or fix `espeak.voice` in the voice's .onnx.json")]
     EspeakVoice { voice: String },
+    /// A remote speech server failed; the error says how, with the fix.
+    #[error("remote TTS: {0}")]
+    Remote(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("nothing to say in {text:?}: {reason}")]
     NothingToSay { text: String, reason: SkipReason },
     #[error("Piper inference failed on {text:?}: {detail}")]

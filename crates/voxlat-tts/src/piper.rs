@@ -87,6 +87,10 @@ pub struct Speech {
     pub sentences: usize,
     /// Phonemes espeak-ng produced that the voice has no id for (skipped).
     pub unknown_phonemes: Vec<char>,
+    /// When the first samples were available, if before the whole (a streamed response).
+    pub first_audio: Option<voxlat_core::Nanos>,
+    /// The call, when a remote server spoke.
+    pub remote: Option<voxlat_core::remote::RemoteCall>,
 }
 
 impl Speech {
@@ -297,6 +301,8 @@ impl Voice {
             compute: start.elapsed(),
             sentences: encoded.len(),
             unknown_phonemes: unknown,
+            first_audio: None,
+            remote: None,
         })
     }
 

@@ -16,7 +16,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
-use voxlat_core::{clock, EventKind, Nanos, Timeline};
+use voxlat_core::{clock, EventKind, Nanos, RequestId, Timeline};
 
 /// One chunk's result.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,6 +30,9 @@ pub struct ChunkAudio {
     pub timing: ChunkTiming,
     /// Why the chunk produced no audio, if it did not.
     pub skipped: Option<SkipReason>,
+    /// The call, when a remote server spoke the chunk.
+    /// Boxed: most chunks are spoken in process and carry none.
+    pub remote: Option<Box<voxlat_core::remote::RemoteCall>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +96,11 @@ pub trait Synthesize {
     fn sample_rate(&self) -> u32;
     /// The whole text's audio. `TtsError::NothingToSay` marks a chunk to skip, not a failure.
     fn synthesize(&mut self, text: &str) -> Result<Speech, TtsError>;
+    /// As `synthesize`, for the turn `request`: a remote voice sends it as `X-Request-Id`.
+    fn synthesize_for(&mut self, text: &str, request: &RequestId) -> Result<Speech, TtsError> {
+        let _ = request;
+        self.synthesize(text)
+    }
 }
 
 impl Synthesize for Voice {
@@ -144,11 +152,15 @@ impl<'v, V: Synthesize + ?Sized> TtsStream<'v, V> {
                 first_audio: None,
             },
             skipped: None,
+            remote: None,
         };
-        match self.voice.synthesize(text) {
+        match self.voice.synthesize_for(text, self.timeline.id()) {
             Ok(speech) => {
-                let now = clock::now();
+                // A streamed response had audio before its end: that is when a listener
+                // could have started hearing it.
+                let now = speech.first_audio.unwrap_or_else(clock::now);
                 self.timeline.mark_at(EventKind::TtsFirstAudio, now);
+                chunk.remote = speech.remote.clone().map(Box::new);
                 self.summary.audio += speech.duration();
                 self.summary.compute += speech.compute;
                 chunk.samples = speech.samples;

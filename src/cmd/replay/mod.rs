@@ -1,20 +1,22 @@
 //! `voxlat replay`: recorded utterances through the real pipeline, with the per-segment
 //! breakdown of user-stopped-speaking → first audio.
 
+mod callers;
+
 use crate::common::llm::attach_llm;
+use crate::common::remote::{RemoteStageArgs, RemoteStages};
 use crate::common::reply::ReplyArgs;
 use crate::common::stages::{load_pipeline, runtime_path, ModelPaths, StageOptions};
 use crate::common::turn::{load_turn_model, TurnArgs};
-use crate::common::{parse_duration, shutdown_signal, telemetry_outcome, StopSignal};
+use crate::common::{parse_duration, shutdown_signal, StopSignal};
 use crate::embedded::EmbeddedServer;
-use crate::report::{print_report, print_sweep};
+use crate::report::{print_levels, print_report, print_sweep};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 use voxlat_core::threads::ThreadBudget;
-use voxlat_llm::Message;
 use voxlat_pipeline::results::{ReplayResults, ResultsWriter};
 use voxlat_pipeline::{LoadedTurn, PipelineConfig, Scenario};
 use voxlat_vad::EndpointerConfig;
@@ -59,6 +61,8 @@ pub struct ReplayArgs {
     pub turn: TurnArgs,
     #[command(flatten)]
     pub reply: ReplyArgs,
+    #[command(flatten)]
+    pub remote: RemoteStageArgs,
     /// Only run the endpointer over the scenarios for each hangover (ms) and report
     /// endpointing delay against cut-off rate, e.g. 200,300,500,800.
     #[arg(long, value_delimiter = ',', value_name = "MS,…")]
@@ -68,6 +72,12 @@ pub struct ReplayArgs {
     /// --hangover rule as the baseline row, e.g. 0.8,0.9,0.95,0.98.
     #[arg(long, value_delimiter = ',', value_name = "P,…")]
     pub sweep_turn_high: Vec<f32>,
+    /// Concurrency levels: replay every scenario with this many simulated callers at once, one
+    /// level after the other, e.g. 1,4,8,16; reports each level and the stage that saturates
+    /// first. Each caller has its own conversations, request IDs and (embedded) Whisper and
+    /// Piper, so on 2 cores the embedded levels stay small; remote stages scale further.
+    #[arg(long, value_delimiter = ',', value_name = "N,…")]
+    pub sessions: Vec<u32>,
     /// Directory for results (JSON, CSV, HTML) and the embedded server's log.
     #[arg(long, default_value = "results")]
     pub output_dir: PathBuf,
@@ -163,9 +173,19 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         voxlat_core::fsio::ensure_writable_dir(d)?;
     }
     if !args.sweep_hangover.is_empty() || !args.sweep_turn_high.is_empty() {
+        anyhow::ensure!(
+            args.sessions.is_empty(),
+            "--sessions cannot be combined with a sweep: a sweep runs only the endpointer"
+        );
         return sweep(&args, &all_turns, &endpointer);
     }
+    check_sessions(&args.sessions)?;
 
+    let remote = RemoteStages::resolve(&args.remote)?;
+    let remote_urls = (
+        remote.asr_url().map(str::to_string),
+        remote.tts_url().map(str::to_string),
+    );
     let budget = ThreadBudget::detect();
     let store = voxlat_models::Store::open_default(None)?;
     let models = ModelPaths::resolve(&store, None)?;
@@ -197,8 +217,8 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         &budget,
     )?;
     let stages = serde_json::json!({
-        "asr": models.whisper.display().to_string(),
-        "tts": models.voice.display().to_string(),
+        "asr": remote_urls.0.unwrap_or_else(|| models.whisper.display().to_string()),
+        "tts": remote_urls.1.unwrap_or_else(|| models.voice.display().to_string()),
         "onnxruntime": models.runtime.display().to_string(),
         "asr_fallback": args.asr_fallback.name(),
         "turn_model": &args.turn.turn_model,
@@ -220,78 +240,63 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     let opts = StageOptions {
         llm_idle_timeout: args.idle_timeout,
         asr_fallback: args.asr_fallback,
+        remote,
     };
-    let mut pipeline = load_pipeline(cfg, &budget, &models, endpoint, opts)?;
-    if let Some(m) = turn_model {
-        pipeline = pipeline.with_turn_model(m);
-    }
+    // One pipeline per caller (Whisper and Piper each hold one turn at a time), loaded per
+    // level with the cores shared among the callers.
+    let load_callers = |n: usize| -> Result<Vec<voxlat_pipeline::Pipeline>> {
+        let share = budget.shared_by(n);
+        (0..n)
+            .map(|_| {
+                let p =
+                    load_pipeline(cfg.clone(), &share, &models, endpoint.clone(), opts.clone())?;
+                Ok(match &turn_model {
+                    Some(m) => p.with_turn_model(m.clone()),
+                    None => p,
+                })
+            })
+            .collect()
+    };
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     let watch = _server.as_ref().map(EmbeddedServer::watch);
+    let plan = plan(&scenarios, args.warmup, args.repeat);
     let stopped: Option<Stopped> = rt.block_on(async {
-        let mut signal = std::pin::pin!(shutdown_signal());
-        let mut crashed = std::pin::pin!(async {
-            match &watch {
-                Some(w) => w.crashed().await,
-                None => std::future::pending().await,
+        let mut stop = std::pin::pin!(async {
+            tokio::select! {
+                sig = shutdown_signal() => Stopped::Signal(sig),
+                why = async {
+                    match &watch {
+                        Some(w) => w.crashed().await,
+                        None => std::future::pending().await,
+                    }
+                } => Stopped::ServerCrashed(why),
             }
         });
-        let plan = plan(&scenarios, args.warmup, args.repeat);
-        let total = plan.len();
-        // Conversation scenarios carry history across their turns within one pass.
-        let mut histories: std::collections::HashMap<(usize, u32, bool), Vec<Message>> =
-            Default::default();
-        for (i, (si, ti, repeat, warmup)) in plan.into_iter().enumerate() {
-            let (scenario, turns) = &scenarios[si];
-            let turn = &turns[ti];
-            let mut scratch = Vec::<Message>::new();
-            let history = if scenario.conversation {
-                histories.entry((si, repeat, warmup)).or_default()
-            } else {
-                &mut scratch
-            };
-            let fut = pipeline.replay_turn(
-                turn,
-                history,
-                repeat,
-                warmup,
-                scenario.system_prompt.as_deref(),
-            );
-            // A turn cut short by a signal or a crash is dropped whole: only finished turns
-            // are results.
-            let rec = tokio::select! {
-                r = fut => r,
-                sig = &mut signal => return Ok::<_, anyhow::Error>(Some(Stopped::Signal(sig))),
-                why = &mut crashed => return Ok(Some(Stopped::ServerCrashed(why))),
-            };
-            eprintln!(
-                "[{}/{total}] {}{} #{}: {}",
-                i + 1,
-                if warmup { "(warm-up) " } else { "" },
-                rec.turn,
-                rec.repeat,
-                match (&rec.breakdown, &rec.error) {
-                    (_, Some(e)) => format!("error: {e}"),
-                    (Some(b), None) => format!(
-                        "{:?} → {:?}, {:.0} ms",
-                        rec.transcript,
-                        rec.reply_text.chars().take(60).collect::<String>(),
-                        voxlat_core::clock::ns_to_ms(b.total_ns)
-                    ),
-                    (None, None) => format!("{:?}: {:?}", rec.outcome, rec.asr_rejected),
-                }
-            );
-            if !rec.warmup {
-                telemetry.record_turn(
-                    &rec.snapshot(),
-                    telemetry_outcome(rec.outcome),
-                    rec.error.as_deref(),
-                );
+        let levels: Vec<Option<u32>> = if args.sessions.is_empty() {
+            vec![None]
+        } else {
+            args.sessions.iter().copied().map(Some).collect()
+        };
+        for sessions in levels {
+            if let Some(n) = sessions {
+                eprintln!("— {n} session(s) at once —");
             }
-            writer.push(rec)?;
+            let pipelines = load_callers(sessions.unwrap_or(1) as usize)?;
+            let level = callers::Level {
+                sessions,
+                pipelines: &pipelines,
+                scenarios: &scenarios,
+                plan: &plan,
+            };
+            if let Some(why) =
+                callers::run_level(level, &mut writer, &telemetry, stop.as_mut()).await?
+            {
+                return Ok::<_, anyhow::Error>(Some(why));
+            }
         }
         Ok(None)
     })?;
@@ -305,7 +310,11 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         &html,
         crate::report::html::render(&writer.results).as_bytes(),
     )?;
-    print_report(&writer.results);
+    if args.sessions.is_empty() {
+        print_report(&writer.results);
+    } else {
+        print_levels(&writer.results);
+    }
     println!(
         "Results: {} (turns as JSON Lines {}, CSV {}, report {})",
         writer.json.display(),
@@ -328,13 +337,27 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     })
 }
 
+/// `--sessions`: ascending levels of 1 to 64 callers.
+fn check_sessions(levels: &[u32]) -> Result<()> {
+    if let Some(bad) = levels.iter().find(|n| !(1..=64).contains(*n)) {
+        bail!("--sessions {bad}: each level must be 1 to 64 callers");
+    }
+    if levels.windows(2).any(|w| w[0] >= w[1]) {
+        bail!(
+            "--sessions {}: give the levels in ascending order without repeats, e.g. 1,2,4",
+            levels
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+    }
+    Ok(())
+}
+
 /// (scenario index, turn index, repeat, warm-up) in play order. Conversation scenarios keep
 /// their turns in order; warm-up takes the first turns of the plan.
-fn plan(
-    scenarios: &[(Scenario, Vec<LoadedTurn>)],
-    warmup: u32,
-    repeat: u32,
-) -> Vec<(usize, usize, u32, bool)> {
+fn plan(scenarios: &[(Scenario, Vec<LoadedTurn>)], warmup: u32, repeat: u32) -> Vec<callers::Step> {
     let mut out = Vec::new();
     let all: Vec<(usize, usize)> = scenarios
         .iter()

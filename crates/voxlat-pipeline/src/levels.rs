@@ -1,0 +1,172 @@
+//! A concurrency gradient (`voxlat replay --sessions 1,4,8`): the same conversations replayed
+//! by 1, 4, 8 … simulated callers at once, one summary per level, and the segment whose P50
+//! grows most as callers are added: the stage that saturates first.
+
+use crate::record::{Aggregate, TurnRecord};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One level: every turn replayed while `sessions` callers ran at once.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Level {
+    pub sessions: u32,
+    /// First to last stamp over the level's measured turns, s.
+    pub wall_s: f64,
+    /// Measured turns (ok, no speech or failed) per minute of `wall_s`.
+    pub turns_per_min: f64,
+    pub aggregate: Aggregate,
+}
+
+/// Where the P50 grew most between two levels.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Growth {
+    pub from: u32,
+    pub to: u32,
+    pub segment: String,
+    pub p50_from_ms: f64,
+    pub p50_to_ms: f64,
+}
+
+impl Growth {
+    pub fn grew_ms(&self) -> f64 {
+        self.p50_to_ms - self.p50_from_ms
+    }
+}
+
+/// The levels of the turns that carry one (`sessions > 0`), in ascending order.
+pub fn levels(turns: &[TurnRecord]) -> Vec<Level> {
+    let mut by: BTreeMap<u32, Vec<TurnRecord>> = BTreeMap::new();
+    for t in turns.iter().filter(|t| t.sessions > 0) {
+        by.entry(t.sessions).or_default().push(t.clone());
+    }
+    by.into_iter()
+        .map(|(sessions, turns)| {
+            let measured: Vec<&TurnRecord> = turns.iter().filter(|t| !t.warmup).collect();
+            let stamps = measured.iter().flat_map(|t| t.events.values().map(|n| n.0));
+            let (first, last) = stamps.fold((u64::MAX, 0), |(lo, hi), n| (lo.min(n), hi.max(n)));
+            let wall_s = if last > first {
+                (last - first) as f64 / 1e9
+            } else {
+                0.0
+            };
+            Level {
+                sessions,
+                wall_s,
+                turns_per_min: if wall_s > 0.0 {
+                    measured.len() as f64 * 60.0 / wall_s
+                } else {
+                    0.0
+                },
+                aggregate: Aggregate::from_turns(&turns),
+            }
+        })
+        .collect()
+}
+
+/// For each pair of neighbouring levels, the segment whose P50 grew most (none where no
+/// segment grew), and over the whole gradient, from the first level to the last.
+pub fn growth(levels: &[Level]) -> (Vec<Growth>, Option<Growth>) {
+    let between = |a: &Level, b: &Level| -> Option<Growth> {
+        a.aggregate
+            .segments
+            .iter()
+            .filter_map(|(name, sa)| {
+                let sb = &b.aggregate.segments.iter().find(|(n, _)| n == name)?.1;
+                Some(Growth {
+                    from: a.sessions,
+                    to: b.sessions,
+                    segment: name.clone(),
+                    p50_from_ms: sa.p50,
+                    p50_to_ms: sb.p50,
+                })
+            })
+            .filter(|g| g.grew_ms() > 0.0)
+            .max_by(|x, y| x.grew_ms().total_cmp(&y.grew_ms()))
+    };
+    let steps = levels
+        .windows(2)
+        .filter_map(|w| between(&w[0], &w[1]))
+        .collect();
+    let overall = match (levels.first(), levels.last()) {
+        (Some(a), Some(b)) if levels.len() > 1 => between(a, b),
+        _ => None,
+    };
+    (steps, overall)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::TurnOutcome;
+    use voxlat_core::{EventKind, Nanos};
+
+    /// A turn whose boundaries are `ms` apart, one value per segment of the chain.
+    fn turn(sessions: u32, start_ms: u64, gaps_ms: &[u64]) -> TurnRecord {
+        let mut t = TurnRecord::blank("s", "t", &format!("r{sessions}-{start_ms}"), "x");
+        t.sessions = sessions;
+        t.outcome = TurnOutcome::Ok;
+        let kinds = [
+            EventKind::SpeechEnd,
+            EventKind::Endpoint,
+            EventKind::AsrDone,
+            EventKind::LlmSent,
+            EventKind::LlmFirstToken,
+            EventKind::LlmFirstAnswerToken,
+            EventKind::FirstChunk,
+            EventKind::TtsFirstAudio,
+            EventKind::PlayoutQueued,
+            EventKind::PlayoutStart,
+        ];
+        let mut at = start_ms;
+        t.events
+            .insert(EventKind::SpeechStart, Nanos(at * 1_000_000));
+        for (i, k) in kinds.iter().enumerate() {
+            at += gaps_ms.get(i).copied().unwrap_or(0);
+            t.events.insert(*k, Nanos(at * 1_000_000));
+        }
+        t.compute_breakdown();
+        t
+    }
+
+    #[test]
+    fn the_segment_that_grows_most_is_named_per_step_and_overall() {
+        // Level 1: ASR 100 ms; level 2: ASR 400 ms; level 4: ASR 450, TTS +300 ms.
+        let mut turns = Vec::new();
+        for i in 0..3 {
+            turns.push(turn(
+                1,
+                i * 10_000,
+                &[500, 100, 100, 0, 20, 0, 10, 150, 0, 0],
+            ));
+            turns.push(turn(
+                2,
+                100_000 + i * 10_000,
+                &[500, 100, 400, 0, 20, 0, 10, 150, 0, 0],
+            ));
+            turns.push(turn(
+                4,
+                200_000 + i * 10_000,
+                &[500, 100, 450, 0, 20, 0, 10, 450, 0, 0],
+            ));
+        }
+        turns.push(TurnRecord::blank("s", "t", "plain", "x"));
+        let lv = levels(&turns);
+        assert_eq!(lv.iter().map(|l| l.sessions).collect::<Vec<_>>(), [1, 2, 4]);
+        assert_eq!(lv[0].aggregate.turns, 3);
+        let (steps, overall) = growth(&lv);
+        assert_eq!(steps.len(), 2);
+        let asr_name = "asr";
+        assert_eq!(steps[0].segment, asr_name);
+        assert_eq!(steps[0].grew_ms(), 300.0);
+        assert_eq!(steps[1].segment, "tts_first_audio");
+        assert_eq!(steps[1].grew_ms(), 300.0);
+        let overall = overall.unwrap();
+        assert_eq!((overall.from, overall.to), (1, 4));
+        assert_eq!(overall.segment, asr_name);
+        assert_eq!(overall.grew_ms(), 350.0);
+        // Three turns over 20.88 s of stamps (speech start to playout): 3 × 60 / 20.88 a minute.
+        let wall = lv[0].wall_s;
+        assert!((wall - 20.88).abs() < 1e-6, "{wall}");
+        assert!((lv[0].turns_per_min - 180.0 / 20.88).abs() < 1e-6);
+    }
+}

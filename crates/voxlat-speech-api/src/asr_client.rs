@@ -1,0 +1,119 @@
+//! A remote ASR stage: `POST {base}/audio/transcriptions` with the utterance as a 16 kHz WAV
+//! upload (multipart `file`, `model`, `response_format`, optional `language`), as OpenAI,
+//! Groq, whisper.cpp's server, speaches and `voxlat serve-audio` accept it.
+
+use crate::http::{Http, Timeouts};
+use crate::pcm::wav_bytes;
+use serde::Deserialize;
+use std::time::Duration;
+use voxlat_core::remote::RemoteCall;
+use voxlat_llm::error::truncate_body;
+use voxlat_llm::{Endpoint, LlmError};
+
+/// The rate Whisper (and every OpenAI-compatible transcription server) works at.
+pub const UPLOAD_RATE: u32 = 16_000;
+
+#[derive(Clone, Debug)]
+pub struct AsrClientOptions {
+    /// The `model` field: `whisper-1` for OpenAI, the server's own name elsewhere.
+    pub model: String,
+    /// ISO-639-1, e.g. `en`; `None` lets the server detect it.
+    pub language: Option<String>,
+    pub timeouts: Timeouts,
+}
+
+impl Default for AsrClientOptions {
+    fn default() -> Self {
+        AsrClientOptions {
+            model: "whisper-1".into(),
+            language: None,
+            timeouts: Timeouts {
+                connect: Duration::from_secs(5),
+                response: Duration::from_secs(60),
+                idle: Duration::from_secs(30),
+                response_flag: "--asr-timeout",
+            },
+        }
+    }
+}
+
+/// What the server said, and how the call went.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RemoteTranscript {
+    pub text: String,
+    pub call: RemoteCall,
+}
+
+/// The `json` and `verbose_json` bodies share `text`; the rest is not needed.
+#[derive(Deserialize)]
+struct Body {
+    text: String,
+}
+
+pub struct AsrClient {
+    http: Http,
+    opts: AsrClientOptions,
+}
+
+impl AsrClient {
+    pub fn new(endpoint: Endpoint, opts: AsrClientOptions) -> Result<AsrClient, LlmError> {
+        Ok(AsrClient {
+            http: Http::new(endpoint, opts.timeouts)?,
+            opts,
+        })
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.http.endpoint.base_url.value
+    }
+
+    /// Uploads 16 kHz mono audio and waits for the transcript (blocking: call it from a
+    /// stage's worker thread, not from async code). `request_id` goes out as `X-Request-Id`.
+    /// On failure the call's stamps are lost with it; the error says what failed.
+    pub fn transcribe(
+        &self,
+        audio: &[f32],
+        request_id: &str,
+    ) -> Result<RemoteTranscript, LlmError> {
+        let wav = wav_bytes(audio, UPLOAD_RATE);
+        let url = self.http.url("audio/transcriptions");
+        let mut call = RemoteCall {
+            url: url.clone(),
+            request_id: request_id.to_string(),
+            upload_bytes: wav.len() as u64,
+            ..RemoteCall::default()
+        };
+        let part = reqwest::multipart::Part::bytes(wav)
+            .file_name("utterance.wav")
+            .mime_str("audio/wav")
+            .map_err(|e| LlmError::Other(format!("cannot build the upload: {e}")))?;
+        let mut form = reqwest::multipart::Form::new()
+            .part("file", part)
+            .text("model", self.opts.model.clone())
+            .text("response_format", "json");
+        if let Some(lang) = &self.opts.language {
+            form = form.text("language", lang.clone());
+        }
+        let rb = self.http.post(&url, request_id).multipart(form);
+        self.http.block_on(async {
+            let resp = self.http.send(rb, &mut call).await?;
+            let mut body = Vec::new();
+            self.http
+                .read_body(resp, &mut call, |b| {
+                    body.extend_from_slice(b);
+                    Ok(())
+                })
+                .await?;
+            let parsed: Body = serde_json::from_slice(&body).map_err(|e| {
+                LlmError::Other(format!(
+                    "{url} did not answer with a transcription ({e}): {}. Is the URL a transcription server (…/v1, serving /audio/transcriptions)?",
+                    truncate_body(&String::from_utf8_lossy(&body))
+                ))
+            })?;
+            Ok(RemoteTranscript {
+                text: parsed.text.trim().to_string(),
+                call,
+            })
+        })
+    }
+}

@@ -1,0 +1,113 @@
+//! `--asr-url` and `--tts-url`: the ASR and TTS stages on OpenAI-compatible speech servers
+//! instead of the embedded Whisper and Piper.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use std::time::Duration;
+use voxlat_llm::config::{Endpoint, Settings};
+use voxlat_speech_api::{AsrClientOptions, AudioFormat, TtsClientOptions};
+
+#[derive(Args, Debug, Clone)]
+pub struct RemoteStageArgs {
+    /// A transcription server (OpenAI-compatible: POST {URL}/audio/transcriptions) instead of
+    /// the embedded Whisper, e.g. http://127.0.0.1:8090/v1 for `voxlat serve-audio`
+    /// [env VOXLAT_ASR_URL, also read from .env].
+    #[arg(long, value_name = "URL")]
+    pub asr_url: Option<String>,
+    /// The `model` field of transcription requests.
+    #[arg(long, value_name = "NAME", default_value = "whisper-1")]
+    pub asr_model: String,
+    /// The `language` field of transcription requests (ISO-639-1), e.g. en.
+    #[arg(long, value_name = "CODE")]
+    pub asr_language: Option<String>,
+    /// Longest wait for a transcription server's answer.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::common::parse_duration)]
+    pub asr_timeout: Duration,
+    /// A speech server (OpenAI-compatible: POST {URL}/audio/speech) instead of the embedded
+    /// Piper [env VOXLAT_TTS_URL, also read from .env].
+    #[arg(long, value_name = "URL")]
+    pub tts_url: Option<String>,
+    /// The `model` field of speech requests.
+    #[arg(long, value_name = "NAME", default_value = "tts-1")]
+    pub tts_model: String,
+    /// The `voice` field of speech requests.
+    #[arg(long, value_name = "NAME", default_value = "alloy")]
+    pub tts_voice: String,
+    /// The audio asked for: pcm (16-bit, read at --tts-pcm-rate unless the server sends
+    /// X-Sample-Rate) or wav.
+    #[arg(long, value_name = "FORMAT", default_value = "pcm", value_parser = parse_format)]
+    pub tts_format: AudioFormat,
+    /// The rate raw PCM is read at when the server does not say (OpenAI's is 24000).
+    #[arg(long, value_name = "HZ", default_value_t = voxlat_speech_api::pcm::OPENAI_PCM_RATE)]
+    pub tts_pcm_rate: u32,
+    /// Longest wait for a speech server's first audio.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::common::parse_duration)]
+    pub tts_timeout: Duration,
+}
+
+fn parse_format(s: &str) -> Result<AudioFormat, String> {
+    AudioFormat::parse(s).ok_or_else(|| format!("{s:?} is not one of pcm, wav"))
+}
+
+pub const ASR_URL_VARS: &[&str] = &["VOXLAT_ASR_URL"];
+pub const TTS_URL_VARS: &[&str] = &["VOXLAT_TTS_URL"];
+
+/// The remote stages a session uses; `None` runs the embedded one.
+#[derive(Clone, Debug, Default)]
+pub struct RemoteStages {
+    pub asr: Option<(Endpoint, AsrClientOptions)>,
+    pub tts: Option<(Endpoint, TtsClientOptions)>,
+}
+
+impl RemoteStages {
+    pub fn resolve(args: &RemoteStageArgs) -> Result<RemoteStages> {
+        let settings = Settings::from_process()?;
+        // The API key is the LLM's (VOXLAT_API_KEY, OPENAI_API_KEY): one provider's key
+        // serves its chat, transcription and speech endpoints alike.
+        let endpoint =
+            |flag: &str, value: Option<&str>, vars: &[&str]| -> Result<Option<Endpoint>> {
+                let Some(url) = settings.pick(value.map(|v| (flag, v)), vars) else {
+                    return Ok(None);
+                };
+                let e = settings
+                    .endpoint(Some(&url.value), None)
+                    .with_context(|| format!("{flag} (from {})", url.source))?;
+                Ok(Some(e))
+            };
+        let asr = endpoint("--asr-url", args.asr_url.as_deref(), ASR_URL_VARS)?.map(|e| {
+            let mut o = AsrClientOptions {
+                model: args.asr_model.clone(),
+                language: args.asr_language.clone(),
+                ..AsrClientOptions::default()
+            };
+            o.timeouts.response = args.asr_timeout;
+            (e, o)
+        });
+        anyhow::ensure!(
+            (1_000..=384_000).contains(&args.tts_pcm_rate),
+            "--tts-pcm-rate {} Hz is outside 1000–384000 Hz",
+            args.tts_pcm_rate
+        );
+        let tts = endpoint("--tts-url", args.tts_url.as_deref(), TTS_URL_VARS)?.map(|e| {
+            let mut o = TtsClientOptions {
+                model: args.tts_model.clone(),
+                voice: args.tts_voice.clone(),
+                format: args.tts_format,
+                pcm_rate: args.tts_pcm_rate,
+                ..TtsClientOptions::default()
+            };
+            o.timeouts.response = args.tts_timeout;
+            (e, o)
+        });
+        Ok(RemoteStages { asr, tts })
+    }
+
+    /// For the results' `stages`: the server URL, or `None` for the embedded stage.
+    pub fn asr_url(&self) -> Option<&str> {
+        self.asr.as_ref().map(|(e, _)| e.base_url.value.as_str())
+    }
+
+    pub fn tts_url(&self) -> Option<&str> {
+        self.tts.as_ref().map(|(e, _)| e.base_url.value.as_str())
+    }
+}
