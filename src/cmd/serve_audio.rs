@@ -36,6 +36,14 @@ pub struct ServeAudioArgs {
     /// A Piper voice (.onnx, its .onnx.json beside it) instead of the default.
     #[arg(long, value_name = "PATH")]
     pub voice: Option<PathBuf>,
+    /// Whisper's threads [default: every core, up to 8]. ggml's threads spin while they wait,
+    /// so on a machine shared with `voxlat serve`, keep this plus its --threads within the
+    /// cores.
+    #[arg(long, value_name = "N")]
+    pub asr_threads: Option<usize>,
+    /// Piper's threads [default: the TTS share of the cores].
+    #[arg(long, value_name = "N")]
+    pub tts_threads: Option<usize>,
     /// How a Whisper decode that ran away into a loop is decoded again.
     #[arg(long, value_name = "HOW", default_value = "wider-window", value_parser = crate::common::parse_fallback)]
     pub asr_fallback: Fallback,
@@ -84,7 +92,16 @@ pub fn run(args: ServeAudioArgs) -> Result<ExitCode> {
         "--max-upload-mb {} is outside 1–1024",
         args.max_upload_mb
     );
-    let budget = ThreadBudget::detect();
+    let mut budget = ThreadBudget::detect();
+    for (flag, value, slot) in [
+        ("--asr-threads", args.asr_threads, &mut budget.asr),
+        ("--tts-threads", args.tts_threads, &mut budget.tts),
+    ] {
+        if let Some(n) = value {
+            anyhow::ensure!((1..=64).contains(&n), "{flag} {n} is outside 1–64");
+            *slot = n;
+        }
+    }
     let store = voxlat_models::Store::open_default(None)?;
     let models = ModelPaths::resolve(&store, args.voice.clone())?;
     // Bind before loading: a taken port should not wait for two models.

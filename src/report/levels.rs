@@ -24,7 +24,7 @@ pub fn print_levels(r: &ReplayResults) {
             t.render()
         );
     }
-    let (steps, overall) = growth(&r.levels);
+    let (steps, first) = growth(&r.levels);
     for g in &steps {
         println!(
             "{} → {} sessions: {} grew most, P50 {:.0} → {:.0} ms (+{:.0} ms).",
@@ -36,14 +36,15 @@ pub fn print_levels(r: &ReplayResults) {
             g.grew_ms()
         );
     }
-    match overall {
+    match first {
         Some(g) => println!(
             "Saturates first: {} (P50 {:.0} ms with {} session(s), {:.0} ms with {}).",
             g.segment, g.p50_from_ms, g.from, g.p50_to_ms, g.to
         ),
-        None if r.levels.len() > 1 => {
-            println!("No segment's P50 grew from the first level to the last: nothing saturated.")
-        }
+        None if r.levels.len() > 1 => println!(
+            "No step added {:.0}% of the total P50 to one segment: nothing saturated.",
+            voxlat_pipeline::levels::SATURATION_SHARE * 100.0
+        ),
         None => {}
     }
     println!(

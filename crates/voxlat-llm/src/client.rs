@@ -250,13 +250,7 @@ impl LlmClient {
         out.server_request_id = header_str(&resp, "x-request-id");
 
         if !resp.status().is_success() {
-            return Err(http_error::status_error(
-                &self.endpoint,
-                resp,
-                &url,
-                self.opts.idle_timeout,
-            )
-            .await);
+            return Err(self.status_error(resp, &url).await);
         }
         let content_type = header_str(&resp, "content-type").unwrap_or_default();
         if !content_type
@@ -377,6 +371,10 @@ impl LlmClient {
         }
     }
 
+    async fn status_error(&self, resp: reqwest::Response, url: &str) -> LlmError {
+        http_error::status_error(&self.endpoint, resp, url, self.opts.idle_timeout).await
+    }
+
     /// `GET {base}/models`: the model IDs the server offers.
     pub async fn list_models(&self) -> Result<Vec<String>, LlmError> {
         let url = self.endpoint.url("models");
@@ -403,13 +401,7 @@ impl LlmClient {
             Ok(Ok(r)) => r,
         };
         if !resp.status().is_success() {
-            return Err(http_error::status_error(
-                &self.endpoint,
-                resp,
-                &url,
-                self.opts.idle_timeout,
-            )
-            .await);
+            return Err(self.status_error(resp, &url).await);
         }
         // Parsed, so read whole: a list cut at the display limit is broken JSON (llama.cpp's
         // is 807 bytes, OpenAI's tens of KiB). Only the error message is truncated.

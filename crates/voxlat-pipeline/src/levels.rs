@@ -63,8 +63,14 @@ pub fn levels(turns: &[TurnRecord]) -> Vec<Level> {
         .collect()
 }
 
+/// A step's largest growth counts as saturation when it adds at least this share of the lower
+/// level's total P50: less is within the noise of a few turns, and too little for a caller to
+/// notice.
+pub const SATURATION_SHARE: f64 = 0.10;
+
 /// For each pair of neighbouring levels, the segment whose P50 grew most (none where no
-/// segment grew), and over the whole gradient, from the first level to the last.
+/// segment grew); and the stage that saturates first: that segment at the first step whose
+/// growth reaches [`SATURATION_SHARE`] of the lower level's total P50.
 pub fn growth(levels: &[Level]) -> (Vec<Growth>, Option<Growth>) {
     let between = |a: &Level, b: &Level| -> Option<Growth> {
         a.aggregate
@@ -83,15 +89,19 @@ pub fn growth(levels: &[Level]) -> (Vec<Growth>, Option<Growth>) {
             .filter(|g| g.grew_ms() > 0.0)
             .max_by(|x, y| x.grew_ms().total_cmp(&y.grew_ms()))
     };
-    let steps = levels
-        .windows(2)
-        .filter_map(|w| between(&w[0], &w[1]))
-        .collect();
-    let overall = match (levels.first(), levels.last()) {
-        (Some(a), Some(b)) if levels.len() > 1 => between(a, b),
-        _ => None,
-    };
-    (steps, overall)
+    let mut first = None;
+    let mut steps = Vec::new();
+    for w in levels.windows(2) {
+        let Some(g) = between(&w[0], &w[1]) else {
+            continue;
+        };
+        let base = w[0].aggregate.total.as_ref().map_or(0.0, |s| s.p50);
+        if first.is_none() && g.grew_ms() >= SATURATION_SHARE * base {
+            first = Some(g.clone());
+        }
+        steps.push(g);
+    }
+    (steps, first)
 }
 
 #[cfg(test)]
@@ -129,7 +139,7 @@ mod tests {
     }
 
     #[test]
-    fn the_segment_that_grows_most_is_named_per_step_and_overall() {
+    fn the_segment_that_grows_most_is_named_per_step_and_the_first_to_saturate() {
         // Level 1: ASR 100 ms; level 2: ASR 400 ms; level 4: ASR 450, TTS +300 ms.
         let mut turns = Vec::new();
         for i in 0..3 {
@@ -153,17 +163,39 @@ mod tests {
         let lv = levels(&turns);
         assert_eq!(lv.iter().map(|l| l.sessions).collect::<Vec<_>>(), [1, 2, 4]);
         assert_eq!(lv[0].aggregate.turns, 3);
-        let (steps, overall) = growth(&lv);
+        let (steps, first) = growth(&lv);
         assert_eq!(steps.len(), 2);
         let asr_name = "asr";
         assert_eq!(steps[0].segment, asr_name);
         assert_eq!(steps[0].grew_ms(), 300.0);
         assert_eq!(steps[1].segment, "tts_first_audio");
         assert_eq!(steps[1].grew_ms(), 300.0);
-        let overall = overall.unwrap();
-        assert_eq!((overall.from, overall.to), (1, 4));
-        assert_eq!(overall.segment, asr_name);
-        assert_eq!(overall.grew_ms(), 350.0);
+        // Level 1's total P50 is 380 ms, so +300 ms at the first step is saturation.
+        let first = first.unwrap();
+        assert_eq!(
+            (first.from, first.to, first.segment.as_str()),
+            (1, 2, asr_name)
+        );
+        // Growth below the share of the total is noise, not saturation.
+        let mut flat = levels(&turns);
+        let base = flat[0].aggregate.clone();
+        for l in &mut flat[1..] {
+            l.aggregate = base.clone();
+        }
+        if let Some((_, s)) = flat[2]
+            .aggregate
+            .segments
+            .iter_mut()
+            .find(|(n, _)| n == "asr")
+        {
+            s.p50 += 30.0;
+        }
+        let (steps, first) = growth(&flat);
+        assert_eq!(steps.len(), 1, "only 2 → 4 grew");
+        assert!(
+            first.is_none(),
+            "30 ms on a 380 ms total is under the share"
+        );
         // Three turns over 20.88 s of stamps (speech start to playout): 3 × 60 / 20.88 a minute.
         let wall = lv[0].wall_s;
         assert!((wall - 20.88).abs() < 1e-6, "{wall}");
