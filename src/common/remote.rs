@@ -64,16 +64,27 @@ impl RemoteStages {
         let settings = Settings::from_process()?;
         // The API key is the LLM's (VOXLAT_API_KEY, OPENAI_API_KEY): one provider's key
         // serves its chat, transcription and speech endpoints alike.
-        let endpoint =
-            |flag: &str, value: Option<&str>, vars: &[&str]| -> Result<Option<Endpoint>> {
-                let Some(url) = settings.pick(value.map(|v| (flag, v)), vars) else {
-                    return Ok(None);
-                };
-                let e = settings
-                    .endpoint(Some(&url.value), None)
-                    .with_context(|| format!("{flag} (from {})", url.source))?;
-                Ok(Some(e))
+        let endpoint = |flag: &str,
+                        value: Option<&str>,
+                        vars: &[&str]|
+         -> Result<Option<Endpoint>> {
+            let Some(url) = settings.pick(value.map(|v| (flag, v)), vars) else {
+                return Ok(None);
             };
+            let scheme_ok = ["http://", "https://"]
+                .iter()
+                .any(|p| url.value.trim().starts_with(p));
+            anyhow::ensure!(
+                    scheme_ok,
+                    "{flag} {:?} (from {}) is not an http:// or https:// URL: give the server's base, e.g. http://127.0.0.1:8090/v1",
+                    url.value,
+                    url.source
+                );
+            let e = settings
+                .endpoint(Some(&url.value), None)
+                .with_context(|| format!("{flag} (from {})", url.source))?;
+            Ok(Some(e))
+        };
         let asr = endpoint("--asr-url", args.asr_url.as_deref(), ASR_URL_VARS)?.map(|e| {
             let mut o = AsrClientOptions {
                 model: args.asr_model.clone(),
