@@ -9,6 +9,7 @@
 //! Each stage stamps its own events on the turn's [`voxlat_core::Timeline`] and nothing else;
 //! breakdowns are computed afterwards by voxlat-core from those events.
 
+pub mod aggregate;
 pub mod config;
 pub mod error;
 pub mod fake;

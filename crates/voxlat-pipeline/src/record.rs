@@ -1,13 +1,13 @@
-//! What one replayed turn produced, and the aggregates over many. Every figure here is
-//! derived from stamped events by voxlat-core; nothing is timed directly.
+//! What one turn produced ([`TurnRecord`]); the aggregate over many is in
+//! [`crate::aggregate`]. Every figure here is derived from stamped events by voxlat-core;
+//! nothing is timed directly.
 
-use crate::quality::{QualityCounts, ReplyQuality};
-use crate::remote_summary::RemoteSummary;
+pub use crate::aggregate::Aggregate;
+use crate::quality::ReplyQuality;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use voxlat_core::remote::RemoteCall;
 use voxlat_core::segments::{Breakdown, VOICE_TO_VOICE};
-use voxlat_core::stats::Summary;
 use voxlat_core::{EventKind, Nanos, TimelineSnapshot};
 use voxlat_llm::StreamOutcome;
 
@@ -303,144 +303,6 @@ pub fn uncovered_ns(from: Nanos, to: Nanos, spans: &[BusySpan]) -> u64 {
         covered += b - a;
     }
     (to.0 - from.0) - covered
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Aggregate {
-    pub turns: usize,
-    pub ok: usize,
-    pub no_speech: usize,
-    pub errors: usize,
-    /// Barge-ins: counted here, left out of every latency figure.
-    #[serde(default)]
-    pub interrupted: usize,
-    /// User speech onset → output silent, ms.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub barge_in_reaction: Option<Summary>,
-    /// Per segment, in chain order, in ms.
-    pub segments: Vec<(String, Summary)>,
-    pub total: Option<Summary>,
-    pub overhead: Option<Summary>,
-    pub dominant_p50: Option<String>,
-    pub dominant_p95: Option<String>,
-    pub wer_mean: Option<f64>,
-    /// Turns whose first Whisper decode ran away and was decoded again.
-    #[serde(default)]
-    pub asr_fallbacks: usize,
-    /// Whisper compute per turn (every decode), ms: the worst case is its max.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub asr_compute: Option<Summary>,
-    /// The remote ASR's calls, when `--asr-url` ran it on a server.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub asr_remote: Option<RemoteSummary>,
-    /// The remote TTS's calls (every chunk), when `--tts-url` ran it on a server.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tts_remote: Option<RemoteSummary>,
-    /// |endpointer's speech-end estimate − annotation|, ms, over annotated turns: how far a
-    /// live breakdown's start can be from the truth.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub speech_end_error: Option<Summary>,
-    pub underruns: u32,
-    /// Every breakdown's segments summed exactly to its total (integer ns).
-    pub sums_exact: bool,
-    /// Reply-quality pass counts over the spoken replies (absent in older results).
-    #[serde(default)]
-    pub quality: QualityCounts,
-}
-
-impl Aggregate {
-    pub fn from_turns(turns: &[TurnRecord]) -> Aggregate {
-        let measured: Vec<&TurnRecord> = turns.iter().filter(|t| !t.warmup).collect();
-        // An interrupted turn's partial breakdown would skew the percentiles.
-        let broken: Vec<&Breakdown> = measured
-            .iter()
-            .filter(|t| t.outcome != TurnOutcome::Interrupted)
-            .filter_map(|t| t.breakdown.as_ref())
-            .collect();
-        let errors = measured
-            .iter()
-            .filter(|t| t.outcome == TurnOutcome::Error)
-            .count();
-        let segments: Vec<(String, Summary)> = VOICE_TO_VOICE
-            .steps
-            .iter()
-            .filter_map(|step| {
-                let v: Vec<f64> = broken
-                    .iter()
-                    .filter_map(|b| b.segment_ns(step.name))
-                    .map(|ns| ns as f64 / 1e6)
-                    .collect();
-                Summary::from_samples(&v, errors).map(|s| (step.name.to_string(), s))
-            })
-            .collect();
-        let totals: Vec<f64> = broken.iter().map(|b| b.total_ns as f64 / 1e6).collect();
-        let overheads: Vec<f64> = measured
-            .iter()
-            .filter(|t| t.outcome != TurnOutcome::Interrupted)
-            .filter_map(|t| t.overhead_ms)
-            .collect();
-        let reactions: Vec<f64> = measured
-            .iter()
-            .filter_map(|t| t.interrupted.as_ref()?.reaction_ms)
-            .collect();
-        let dominant = |f: fn(&Summary) -> f64| {
-            segments
-                .iter()
-                .max_by(|a, b| f(&a.1).total_cmp(&f(&b.1)))
-                .map(|(n, _)| n.clone())
-        };
-        let wers: Vec<f64> = measured.iter().filter_map(|t| t.wer).collect();
-        let asr_compute: Vec<f64> = measured.iter().filter_map(|t| t.asr_compute_ms).collect();
-        let end_errors: Vec<f64> = measured
-            .iter()
-            .filter(|t| t.speech_end_annotated)
-            .filter_map(|t| t.vad_speech_end_error_ms.map(f64::abs))
-            .collect();
-        Aggregate {
-            turns: measured.len(),
-            ok: measured
-                .iter()
-                .filter(|t| t.outcome == TurnOutcome::Ok)
-                .count(),
-            no_speech: measured
-                .iter()
-                .filter(|t| t.outcome == TurnOutcome::NoSpeech)
-                .count(),
-            errors,
-            interrupted: measured
-                .iter()
-                .filter(|t| t.outcome == TurnOutcome::Interrupted)
-                .count(),
-            barge_in_reaction: Summary::from_samples(&reactions, 0),
-            total: Summary::from_samples(&totals, errors),
-            overhead: Summary::from_samples(&overheads, 0),
-            dominant_p50: dominant(|s| s.p50),
-            dominant_p95: dominant(|s| s.p95),
-            segments,
-            wer_mean: (!wers.is_empty()).then(|| wers.iter().sum::<f64>() / wers.len() as f64),
-            asr_fallbacks: measured.iter().filter(|t| t.asr_fallback.is_some()).count(),
-            asr_compute: Summary::from_samples(&asr_compute, 0),
-            asr_remote: RemoteSummary::from_calls(
-                measured.iter().filter_map(|t| t.asr_remote.as_ref()),
-            ),
-            tts_remote: RemoteSummary::from_calls(
-                measured
-                    .iter()
-                    .flat_map(|t| t.chunks.iter().filter_map(|c| c.remote.as_ref())),
-            ),
-            speech_end_error: Summary::from_samples(&end_errors, 0),
-            underruns: measured.iter().map(|t| t.underruns).sum(),
-            quality: QualityCounts::from_turns(
-                measured
-                    .iter()
-                    .copied()
-                    .filter(|t| t.outcome == TurnOutcome::Ok),
-            ),
-            sums_exact: broken
-                .iter()
-                .all(|b| b.segments.iter().map(|s| s.ns).sum::<i64>() == b.total_ns),
-        }
-    }
 }
 
 fn is_zero(n: &u32) -> bool {
