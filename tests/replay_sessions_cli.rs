@@ -50,12 +50,7 @@ fn each_level_gets_its_table_and_the_saturating_stage_is_named() {
         "{text}"
     );
 
-    let json = std::fs::read_dir(&out)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "json"))
-        .expect("results file");
-    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let r = common::results_json(&out);
     let levels = r["levels"].as_array().unwrap();
     assert_eq!(levels.len(), 2);
     assert_eq!(levels[1]["sessions"], 2);

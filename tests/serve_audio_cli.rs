@@ -94,12 +94,7 @@ fn replay_runs_its_asr_and_tts_on_serve_audio() {
     );
     assert!(all.contains("Remote ASR (1 calls)"), "{all}");
     assert!(all.contains("Remote TTS ("), "{all}");
-    let json = std::fs::read_dir(&out)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "json"))
-        .expect("results file");
-    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let r = common::results_json(&out);
     assert_eq!(r["stages"]["asr"], served.base.as_str());
     assert_eq!(r["stages"]["tts"], served.base.as_str());
     let t = &r["turns"][0];

@@ -195,13 +195,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         })?;
 
     let remote = RemoteStages::resolve(&args.remote)?;
-    let remote_urls = (
-        remote.asr_url().map(str::to_string),
-        remote.tts_url().map(str::to_string),
-    );
     let budget = ThreadBudget::detect();
     let store = voxlat_models::Store::open_default(None)?;
     let models = ModelPaths::resolve(&store, args.voice.clone().or(file.voice.clone()))?;
+    let labels = remote.labels(&models);
     let defaults = PipelineConfig::default();
     let mut cfg = PipelineConfig {
         endpointer: endpointer.clone(),
@@ -255,8 +252,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let (mono, mono_err) = voxlat_audio::clockmap::monotonic_offset();
     let stages = serde_json::json!({
         "clock": { "monotonic_minus_process_ns": i64::try_from(mono).unwrap_or(i64::MIN), "error_ns": mono_err },
-        "asr": remote_urls.0.unwrap_or_else(|| models.whisper.display().to_string()),
-        "tts": remote_urls.1.unwrap_or_else(|| models.voice.display().to_string()),
+        "asr": labels.0,
+        "tts": labels.1,
         "onnxruntime": models.runtime.display().to_string(),
         "asr_fallback": args.asr_fallback.name(),
         "llm": llm_url,

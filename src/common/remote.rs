@@ -1,7 +1,8 @@
 //! `--asr-url` and `--tts-url`: the ASR and TTS stages on OpenAI-compatible speech servers
 //! instead of the embedded Whisper and Piper.
 
-use anyhow::{Context, Result};
+use crate::common::stages::ModelPaths;
+use anyhow::Result;
 use clap::Args;
 use std::time::Duration;
 use voxlat_llm::config::{Endpoint, Settings};
@@ -64,27 +65,14 @@ impl RemoteStages {
         let settings = Settings::from_process()?;
         // The API key is the LLM's (VOXLAT_API_KEY, OPENAI_API_KEY): one provider's key
         // serves its chat, transcription and speech endpoints alike.
-        let endpoint = |flag: &str,
-                        value: Option<&str>,
-                        vars: &[&str]|
-         -> Result<Option<Endpoint>> {
-            let Some(url) = settings.pick(value.map(|v| (flag, v)), vars) else {
-                return Ok(None);
+        let endpoint =
+            |flag: &str, value: Option<&str>, vars: &[&str]| -> Result<Option<Endpoint>> {
+                let Some(url) = settings.pick(value.map(|v| (flag, v)), vars) else {
+                    return Ok(None);
+                };
+                // The error names the flag or variable the URL came from.
+                Ok(Some(settings.endpoint_from(url, None)?))
             };
-            let scheme_ok = ["http://", "https://"]
-                .iter()
-                .any(|p| url.value.trim().starts_with(p));
-            anyhow::ensure!(
-                    scheme_ok,
-                    "{flag} {:?} (from {}) is not an http:// or https:// URL: give the server's base, e.g. http://127.0.0.1:8090/v1",
-                    url.value,
-                    url.source
-                );
-            let e = settings
-                .endpoint(Some(&url.value), None)
-                .with_context(|| format!("{flag} (from {})", url.source))?;
-            Ok(Some(e))
-        };
         let asr = endpoint("--asr-url", args.asr_url.as_deref(), ASR_URL_VARS)?.map(|e| {
             let mut o = AsrClientOptions {
                 model: args.asr_model.clone(),
@@ -113,12 +101,16 @@ impl RemoteStages {
         Ok(RemoteStages { asr, tts })
     }
 
-    /// For the results' `stages`: the server URL, or `None` for the embedded stage.
-    pub fn asr_url(&self) -> Option<&str> {
-        self.asr.as_ref().map(|(e, _)| e.base_url.value.as_str())
-    }
-
-    pub fn tts_url(&self) -> Option<&str> {
-        self.tts.as_ref().map(|(e, _)| e.base_url.value.as_str())
+    /// For the results' `stages`: each stage's server URL, or the embedded model's path.
+    pub fn labels(&self, models: &ModelPaths) -> (String, String) {
+        let url = |e: &Endpoint| e.base_url.value.clone();
+        (
+            self.asr
+                .as_ref()
+                .map_or_else(|| models.whisper.display().to_string(), |(e, _)| url(e)),
+            self.tts
+                .as_ref()
+                .map_or_else(|| models.voice.display().to_string(), |(e, _)| url(e)),
+        )
     }
 }

@@ -100,3 +100,13 @@ pub fn server_logs(dir: &std::path::Path) -> usize {
         })
         .count()
 }
+
+/// The summary JSON a replay wrote into `dir` (its one `.json` file), parsed.
+pub fn results_json(dir: &std::path::Path) -> serde_json::Value {
+    let path = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("results file");
+    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
+}

@@ -180,6 +180,17 @@ impl Settings {
         let base = self
             .pick(base_flag.map(|v| ("--base-url", v)), BASE_URL_VARS)
             .ok_or(ConfigError::NoBaseUrl)?;
+        self.endpoint_from(base, key_flag)
+    }
+
+    /// The endpoint at a base URL already picked (by another flag, e.g. `--asr-url`): checked,
+    /// normalised, with the API key from `key_flag` or the environment. Errors name `base`'s
+    /// source.
+    pub fn endpoint_from(
+        &self,
+        base: Sourced<String>,
+        key_flag: Option<&str>,
+    ) -> Result<Endpoint, ConfigError> {
         let url = normalize_base(&base.value);
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(ConfigError::BadBaseUrl {

@@ -155,12 +155,12 @@ impl<'v, V: Synthesize + ?Sized> TtsStream<'v, V> {
             remote: None,
         };
         match self.voice.synthesize_for(text, self.timeline.id()) {
-            Ok(speech) => {
+            Ok(mut speech) => {
                 // A streamed response had audio before its end: that is when a listener
                 // could have started hearing it.
                 let now = speech.first_audio.unwrap_or_else(clock::now);
                 self.timeline.mark_at(EventKind::TtsFirstAudio, now);
-                chunk.remote = speech.remote.clone().map(Box::new);
+                chunk.remote = speech.remote.take().map(Box::new);
                 self.summary.audio += speech.duration();
                 self.summary.compute += speech.compute;
                 chunk.samples = speech.samples;

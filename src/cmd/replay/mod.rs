@@ -182,13 +182,10 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     check_sessions(&args.sessions)?;
 
     let remote = RemoteStages::resolve(&args.remote)?;
-    let remote_urls = (
-        remote.asr_url().map(str::to_string),
-        remote.tts_url().map(str::to_string),
-    );
     let budget = ThreadBudget::detect();
     let store = voxlat_models::Store::open_default(None)?;
     let models = ModelPaths::resolve(&store, None)?;
+    let labels = remote.labels(&models);
     let turn_model = if args.turn.enabled() {
         Some(load_turn_model(&store, &models.runtime)?)
     } else {
@@ -217,8 +214,8 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         &budget,
     )?;
     let stages = serde_json::json!({
-        "asr": remote_urls.0.unwrap_or_else(|| models.whisper.display().to_string()),
-        "tts": remote_urls.1.unwrap_or_else(|| models.voice.display().to_string()),
+        "asr": labels.0,
+        "tts": labels.1,
         "onnxruntime": models.runtime.display().to_string(),
         "asr_fallback": args.asr_fallback.name(),
         "turn_model": &args.turn.turn_model,
