@@ -32,7 +32,8 @@ pub struct PipelineConfig {
     /// must get none: it copies them into its answers. The caller, which knows the model
     /// (the manifest's `tuning`), clears them; this crate does not depend on the manifest.
     pub examples: Vec<(String, String)>,
-    /// Conversation history kept per session (messages, system prompt excluded).
+    /// Conversation history kept per session (messages, system prompt excluded). Past it, the
+    /// older half is dropped at once (`history::remember`), so the prefix cache survives.
     pub history_cap: usize,
     pub save_replies: Option<PathBuf>,
 }

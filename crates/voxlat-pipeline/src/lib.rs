@@ -13,6 +13,7 @@ pub mod aggregate;
 pub mod config;
 pub mod error;
 pub mod fake;
+pub mod history;
 pub mod levels;
 pub mod live;
 pub mod output;

@@ -287,14 +287,9 @@ impl Pipeline {
             expect_keywords,
             &crate::quality::Bounds::default(),
         ));
-        history.push(Message::new("user", transcript.text));
         // What the user heard, without a withheld stray token: the model should not see its
         // own noise as part of the conversation.
-        history.push(Message::new("assistant", spoken));
-        let cap = self.cfg.history_cap;
-        if history.len() > cap {
-            history.drain(..history.len() - cap);
-        }
+        crate::history::remember(history, transcript.text, spoken, self.cfg.history_cap);
         rec.outcome = TurnOutcome::Ok;
         Ok(())
     }
