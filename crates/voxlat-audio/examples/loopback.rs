@@ -32,7 +32,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         use cpal::traits::StreamTrait;
         println!(
             "periods: input {:?} frames, output {:?} frames",
-            cap.stream().buffer_size(),
+            cap.period(),
             play.stream().buffer_size()
         );
     }

@@ -20,11 +20,11 @@ const RING_SECONDS: usize = 10;
 const STAMPS: usize = 4096;
 
 #[derive(Copy, Clone, Debug, Default)]
-struct InStamp {
+pub(crate) struct InStamp {
     /// Ring samples pushed before this buffer.
-    index: u64,
+    pub index: u64,
     /// When the buffer's first frame was captured (stream clock, ns).
-    at_ns: u64,
+    pub at_ns: u64,
 }
 
 /// Flags the callbacks raise for the reading side.
@@ -74,8 +74,16 @@ pub struct Frame {
     pub t_end: Nanos,
 }
 
+/// What delivers the samples: cpal's stream, or on ALSA our own reading thread
+/// (`alsa_capture`, which explains why).
+enum Backend {
+    Cpal(cpal::Stream),
+    #[cfg(target_os = "linux")]
+    Alsa(crate::alsa_capture::AlsaCapture),
+}
+
 pub struct Capture {
-    stream: cpal::Stream,
+    backend: Backend,
     samples: HeapCons<f32>,
     stamps: HeapCons<InStamp>,
     flags: Arc<Flags>,
@@ -114,11 +122,42 @@ impl Capture {
         if let Some(p) = period {
             config.buffer_size = cpal::BufferSize::Fixed(p);
         }
-        let rate = config.sample_rate;
-        let channels = config.channels.max(1);
-        let (prod, samples) = HeapRb::<f32>::new(rate as usize * RING_SECONDS).split();
+        let (prod, samples) =
+            HeapRb::<f32>::new(config.sample_rate as usize * RING_SECONDS).split();
         let (stamp_prod, stamps) = HeapRb::<InStamp>::new(STAMPS).split();
         let flags = Arc::new(Flags::default());
+        #[cfg(target_os = "linux")]
+        if let Some(pcm) = name.strip_prefix("alsa:") {
+            // cpal's default for a period is the device's; 20 ms keeps the same pace.
+            let period = period.unwrap_or(config.sample_rate / 50);
+            let alsa = crate::alsa_capture::AlsaCapture::start(
+                pcm,
+                config.sample_rate,
+                config.channels,
+                period,
+                prod,
+                stamp_prod,
+                flags.clone(),
+            )
+            .map_err(|e| err(format!("cannot open it through ALSA: {e}")))?;
+            let (rate, channels) = (alsa.rate, alsa.channels);
+            // The thread stamps on the process clock already.
+            let clock = StreamClock {
+                offset_ns: 0,
+                error_ns: 0,
+            };
+            return Ok(Capture::new(
+                Backend::Alsa(alsa),
+                samples,
+                stamps,
+                flags,
+                name,
+                (rate, channels, out_rate),
+                clock,
+            ));
+        }
+        let rate = config.sample_rate;
+        let channels = config.channels.max(1);
         let f = flags.clone();
         use cpal::SampleFormat as F;
         let stream = match supported.sample_format() {
@@ -134,12 +173,32 @@ impl Capture {
         .map_err(|e| err(e.to_string()))?;
         stream.play().map_err(|e| err(e.to_string()))?;
         let clock = StreamClock::calibrate(|| stream.now().as_nanos());
-        Ok(Capture {
-            stream,
+        Ok(Capture::new(
+            Backend::Cpal(stream),
             samples,
             stamps,
             flags,
-            device: name,
+            name,
+            (rate, channels, out_rate),
+            clock,
+        ))
+    }
+
+    fn new(
+        backend: Backend,
+        samples: HeapCons<f32>,
+        stamps: HeapCons<InStamp>,
+        flags: Arc<Flags>,
+        device: String,
+        (rate, channels, out_rate): (u32, u16, u32),
+        clock: StreamClock,
+    ) -> Capture {
+        Capture {
+            backend,
+            samples,
+            stamps,
+            flags,
+            device,
             rate,
             channels,
             clock,
@@ -150,7 +209,7 @@ impl Capture {
             scratch: Vec::new(),
             out: VecDeque::new(),
             out_index: 0,
-        })
+        }
     }
 
     pub fn started(&self) -> bool {
@@ -226,9 +285,16 @@ impl Capture {
         self.clock.to_process(stream_ns.max(0.0) as u128)
     }
 
-    /// Keeps the stream alive; dropping the capture stops it.
-    pub fn stream(&self) -> &cpal::Stream {
-        &self.stream
+    /// Frames the device delivers at a time, when known.
+    pub fn period(&self) -> Option<u32> {
+        match &self.backend {
+            Backend::Cpal(s) => {
+                use cpal::traits::StreamTrait;
+                s.buffer_size().ok()
+            }
+            #[cfg(target_os = "linux")]
+            Backend::Alsa(a) => Some(a.period),
+        }
     }
 }
 
@@ -244,7 +310,6 @@ where
     f32: FromSample<T>,
 {
     let ch = usize::from(config.channels.max(1));
-    let scale = 1.0 / ch as f32;
     let mut pushed: u64 = 0;
     let on_error = flags.clone();
     let mut raised = false;
@@ -257,31 +322,50 @@ where
                     .raised
                     .store(crate::priority::raise_current_thread(), Ordering::Relaxed);
             }
-            // Real-time thread: no allocation, no lock, no logging; a full ring drops samples
-            // and counts them.
             let at_ns = info.timestamp().capture.as_nanos() as u64;
-            let _ = stamps.try_push(InStamp {
+            let stamp = InStamp {
                 index: pushed,
                 at_ns,
-            });
-            let mut lost = 0u64;
-            for f in data.chunks_exact(ch) {
-                let mut sum = 0.0f32;
-                for &s in f {
-                    sum += s.to_sample::<f32>();
-                }
-                if prod.try_push(sum * scale).is_ok() {
-                    pushed += 1;
-                } else {
-                    lost += 1;
-                }
-            }
-            if lost > 0 {
-                flags.dropped.fetch_add(lost, Ordering::Relaxed);
-            }
-            flags.started.store(true, Ordering::Release);
+            };
+            pushed += push_input(data, ch, stamp, &mut prod, &mut stamps, &flags);
         },
         move |e| on_error.on_error(&e),
         None,
     )
+}
+
+/// One device buffer of `ch`-channel frames into the ring, downmixed, with its stamp; returns
+/// the samples pushed. Real-time path: no allocation, no lock, no logging; a full ring drops
+/// samples and counts them.
+pub(crate) fn push_input<T>(
+    data: &[T],
+    ch: usize,
+    stamp: InStamp,
+    prod: &mut HeapProd<f32>,
+    stamps: &mut HeapProd<InStamp>,
+    flags: &Flags,
+) -> u64
+where
+    T: cpal::Sample,
+    f32: FromSample<T>,
+{
+    let scale = 1.0 / ch.max(1) as f32;
+    let _ = stamps.try_push(stamp);
+    let (mut pushed, mut lost) = (0u64, 0u64);
+    for f in data.chunks_exact(ch.max(1)) {
+        let mut sum = 0.0f32;
+        for &s in f {
+            sum += s.to_sample::<f32>();
+        }
+        if prod.try_push(sum * scale).is_ok() {
+            pushed += 1;
+        } else {
+            lost += 1;
+        }
+    }
+    if lost > 0 {
+        flags.dropped.fetch_add(lost, Ordering::Relaxed);
+    }
+    flags.started.store(true, Ordering::Release);
+    pushed
 }

@@ -2,6 +2,8 @@
 //! back; microphone capture and speaker playback on cpal, with device timestamps mapped onto
 //! the process clock.
 
+#[cfg(target_os = "linux")]
+mod alsa_capture;
 pub mod capture;
 pub mod clockmap;
 pub mod device;
