@@ -205,6 +205,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         speculative_asr: endpointer.provisional_ms > 0,
         speculative_reply: args.reply.speculative_reply,
         first_chunk_max_chars: args.reply.first_chunk_max_chars(),
+        history_cap: usize::from(args.reply.history),
         fast: false,
         lead_silence_ms: 0,
         max_tokens: args.max_tokens.or(file.max_tokens).unwrap_or(48),

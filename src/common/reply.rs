@@ -1,4 +1,4 @@
-//! `--speculative-reply` and `--first-chunk-max`, shared by `replay` and `run`.
+//! `--speculative-reply`, `--first-chunk-max` and `--history`, shared by `replay` and `run`.
 
 use clap::Args;
 
@@ -12,6 +12,11 @@ pub struct ReplyArgs {
     /// boundary comes sooner (a shorter first chunk is spoken sooner, but may leave a gap).
     #[arg(long, value_name = "CHARS", default_value_t = 20, value_parser = clap::value_parser!(u16).range(8..=240))]
     pub first_chunk_max: u16,
+    /// Messages of the conversation sent with each turn (user and assistant, two per turn);
+    /// past it the older half is dropped at once, which keeps the server's prefix cache
+    /// useful. 0: every turn stands alone.
+    #[arg(long, value_name = "MESSAGES", default_value_t = 8, value_parser = clap::value_parser!(u16).range(0..=256))]
+    pub history: u16,
 }
 
 impl ReplyArgs {

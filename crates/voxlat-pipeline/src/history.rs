@@ -67,7 +67,11 @@ mod tests {
         let misses = cache_misses(8, 30);
         assert!(misses <= 9, "{misses} of 30 turns lost the cached prefix");
         assert!(misses >= 8, "the history must still be bounded: {misses}");
-        assert_eq!(cache_misses(40, 20), 0, "a history under its cap is never cut");
+        assert_eq!(
+            cache_misses(40, 20),
+            0,
+            "a history under its cap is never cut"
+        );
     }
 
     #[test]

@@ -196,6 +196,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         speculative_asr: args.provisional > 0,
         speculative_reply: args.reply.speculative_reply,
         first_chunk_max_chars: args.reply.first_chunk_max_chars(),
+        history_cap: usize::from(args.reply.history),
         fast: args.fast,
         max_tokens: args.max_tokens,
         save_replies: args.save_replies.clone(),
