@@ -122,12 +122,21 @@ impl Capture {
         if let Some(p) = period {
             config.buffer_size = cpal::BufferSize::Fixed(p);
         }
-        let (prod, samples) =
-            HeapRb::<f32>::new(config.sample_rate as usize * RING_SECONDS).split();
-        let (stamp_prod, stamps) = HeapRb::<InStamp>::new(STAMPS).split();
-        let flags = Arc::new(Flags::default());
+        let rings = || {
+            let (prod, samples) =
+                HeapRb::<f32>::new(config.sample_rate as usize * RING_SECONDS).split();
+            let (stamp_prod, stamps) = HeapRb::<InStamp>::new(STAMPS).split();
+            (
+                prod,
+                samples,
+                stamp_prod,
+                stamps,
+                Arc::new(Flags::default()),
+            )
+        };
         #[cfg(target_os = "linux")]
         if let Some(pcm) = name.strip_prefix("alsa:") {
+            let (prod, samples, stamp_prod, stamps, flags) = rings();
             // cpal's default for a period is the device's; 20 ms keeps the same pace.
             let period = period.unwrap_or(config.sample_rate / 50);
             let alsa = crate::alsa_capture::AlsaCapture::start(
@@ -138,24 +147,28 @@ impl Capture {
                 prod,
                 stamp_prod,
                 flags.clone(),
-            )
-            .map_err(|e| err(format!("cannot open it through ALSA: {e}")))?;
-            let (rate, channels) = (alsa.rate, alsa.channels);
-            // The thread stamps on the process clock already.
-            let clock = StreamClock {
-                offset_ns: 0,
-                error_ns: 0,
-            };
-            return Ok(Capture::new(
-                Backend::Alsa(alsa),
-                samples,
-                stamps,
-                flags,
-                name,
-                (rate, channels, out_rate),
-                clock,
-            ));
+            );
+            // Otherwise a setting this reader does not handle (a raw `hw:` device that takes
+            // only 24- or 32-bit samples): cpal's reader, which takes every format, opens it.
+            if let Ok(alsa) = alsa {
+                let (rate, channels) = (alsa.rate, alsa.channels);
+                // The thread stamps on the process clock already.
+                let clock = StreamClock {
+                    offset_ns: 0,
+                    error_ns: 0,
+                };
+                return Ok(Capture::new(
+                    Backend::Alsa(alsa),
+                    samples,
+                    stamps,
+                    flags,
+                    name,
+                    (rate, channels, out_rate),
+                    clock,
+                ));
+            }
         }
+        let (prod, samples, stamp_prod, stamps, flags) = rings();
         let rate = config.sample_rate;
         let channels = config.channels.max(1);
         let f = flags.clone();
