@@ -101,6 +101,40 @@ pub struct Capture {
     out_index: u64,
 }
 
+/// A started source and the reading ends of its rings.
+struct Opened {
+    backend: Backend,
+    samples: HeapCons<f32>,
+    stamps: HeapCons<InStamp>,
+    flags: Arc<Flags>,
+    rate: u32,
+    channels: u16,
+    clock: StreamClock,
+}
+
+/// The writing ends of a capture's rings, for a device at `rate`.
+struct Rings {
+    prod: HeapProd<f32>,
+    samples: HeapCons<f32>,
+    stamp_prod: HeapProd<InStamp>,
+    stamps: HeapCons<InStamp>,
+    flags: Arc<Flags>,
+}
+
+impl Rings {
+    fn new(rate: u32) -> Rings {
+        let (prod, samples) = HeapRb::<f32>::new(rate as usize * RING_SECONDS).split();
+        let (stamp_prod, stamps) = HeapRb::<InStamp>::new(STAMPS).split();
+        Rings {
+            prod,
+            samples,
+            stamp_prod,
+            stamps,
+            flags: Arc::new(Flags::default()),
+        }
+    }
+}
+
 impl Capture {
     /// Opens `device` in its default configuration (with `period` frames per callback when
     /// given) and starts it; frames come out at `out_rate`.
@@ -122,107 +156,30 @@ impl Capture {
         if let Some(p) = period {
             config.buffer_size = cpal::BufferSize::Fixed(p);
         }
-        let rings = || {
-            let (prod, samples) =
-                HeapRb::<f32>::new(config.sample_rate as usize * RING_SECONDS).split();
-            let (stamp_prod, stamps) = HeapRb::<InStamp>::new(STAMPS).split();
-            (
-                prod,
-                samples,
-                stamp_prod,
-                stamps,
-                Arc::new(Flags::default()),
-            )
+        let alsa = name
+            .strip_prefix("alsa:")
+            .and_then(|pcm| open_alsa(pcm, &config, period));
+        let o = match alsa {
+            Some(o) => o,
+            None => open_cpal(device, &supported, &config).map_err(err)?,
         };
-        #[cfg(target_os = "linux")]
-        if let Some(pcm) = name.strip_prefix("alsa:") {
-            let (prod, samples, stamp_prod, stamps, flags) = rings();
-            // cpal's default for a period is the device's; 20 ms keeps the same pace.
-            let period = period.unwrap_or(config.sample_rate / 50);
-            let alsa = crate::alsa_capture::AlsaCapture::start(
-                pcm,
-                config.sample_rate,
-                config.channels,
-                period,
-                prod,
-                stamp_prod,
-                flags.clone(),
-            );
-            // Otherwise a setting this reader does not handle (a raw `hw:` device that takes
-            // only 24- or 32-bit samples): cpal's reader, which takes every format, opens it.
-            if let Ok(alsa) = alsa {
-                let (rate, channels) = (alsa.rate, alsa.channels);
-                // The thread stamps on the process clock already.
-                let clock = StreamClock {
-                    offset_ns: 0,
-                    error_ns: 0,
-                };
-                return Ok(Capture::new(
-                    Backend::Alsa(alsa),
-                    samples,
-                    stamps,
-                    flags,
-                    name,
-                    (rate, channels, out_rate),
-                    clock,
-                ));
-            }
-        }
-        let (prod, samples, stamp_prod, stamps, flags) = rings();
-        let rate = config.sample_rate;
-        let channels = config.channels.max(1);
-        let f = flags.clone();
-        use cpal::SampleFormat as F;
-        let stream = match supported.sample_format() {
-            F::F32 => build::<f32>(device, &config, prod, stamp_prod, f),
-            F::I16 => build::<i16>(device, &config, prod, stamp_prod, f),
-            F::I32 => build::<i32>(device, &config, prod, stamp_prod, f),
-            F::U16 => build::<u16>(device, &config, prod, stamp_prod, f),
-            F::U8 => build::<u8>(device, &config, prod, stamp_prod, f),
-            F::I8 => build::<i8>(device, &config, prod, stamp_prod, f),
-            F::F64 => build::<f64>(device, &config, prod, stamp_prod, f),
-            other => return Err(err(format!("sample format {other} is not supported"))),
-        }
-        .map_err(|e| err(e.to_string()))?;
-        stream.play().map_err(|e| err(e.to_string()))?;
-        let clock = StreamClock::calibrate(|| stream.now().as_nanos());
-        Ok(Capture::new(
-            Backend::Cpal(stream),
-            samples,
-            stamps,
-            flags,
-            name,
-            (rate, channels, out_rate),
-            clock,
-        ))
-    }
-
-    fn new(
-        backend: Backend,
-        samples: HeapCons<f32>,
-        stamps: HeapCons<InStamp>,
-        flags: Arc<Flags>,
-        device: String,
-        (rate, channels, out_rate): (u32, u16, u32),
-        clock: StreamClock,
-    ) -> Capture {
-        Capture {
-            backend,
-            samples,
-            stamps,
-            flags,
-            device,
-            rate,
-            channels,
-            clock,
+        Ok(Capture {
+            backend: o.backend,
+            samples: o.samples,
+            stamps: o.stamps,
+            flags: o.flags,
+            device: name,
+            rate: o.rate,
+            channels: o.channels,
+            clock: o.clock,
             out_rate,
             popped: 0,
             known: VecDeque::new(),
-            resampler: StreamResampler::new(rate, out_rate),
+            resampler: StreamResampler::new(o.rate, out_rate),
             scratch: Vec::new(),
             out: VecDeque::new(),
             out_index: 0,
-        }
+        })
     }
 
     pub fn started(&self) -> bool {
@@ -309,6 +266,76 @@ impl Capture {
             Backend::Alsa(a) => Some(a.period),
         }
     }
+}
+
+/// On ALSA, our own reading thread; `None` for a setting it does not handle (a raw `hw:`
+/// device that takes only 24- or 32-bit samples), which cpal's reader then opens.
+#[cfg(target_os = "linux")]
+fn open_alsa(pcm: &str, config: &cpal::StreamConfig, period: Option<u32>) -> Option<Opened> {
+    let r = Rings::new(config.sample_rate);
+    // cpal's default for a period is the device's; 20 ms keeps the same pace.
+    let period = period.unwrap_or(config.sample_rate / 50);
+    let alsa = crate::alsa_capture::AlsaCapture::start(
+        pcm,
+        config.sample_rate,
+        config.channels,
+        period,
+        r.prod,
+        r.stamp_prod,
+        r.flags.clone(),
+    )
+    .ok()?;
+    Some(Opened {
+        rate: alsa.rate,
+        channels: alsa.channels,
+        backend: Backend::Alsa(alsa),
+        samples: r.samples,
+        stamps: r.stamps,
+        flags: r.flags,
+        // The thread stamps on the process clock already.
+        clock: StreamClock {
+            offset_ns: 0,
+            error_ns: 0,
+        },
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn open_alsa(_: &str, _: &cpal::StreamConfig, _: Option<u32>) -> Option<Opened> {
+    None
+}
+
+/// cpal's stream, in the device's sample format; the error in words.
+fn open_cpal(
+    device: &cpal::Device,
+    supported: &cpal::SupportedStreamConfig,
+    config: &cpal::StreamConfig,
+) -> Result<Opened, String> {
+    let r = Rings::new(config.sample_rate);
+    let (prod, stamp_prod, f) = (r.prod, r.stamp_prod, r.flags.clone());
+    use cpal::SampleFormat as F;
+    let stream = match supported.sample_format() {
+        F::F32 => build::<f32>(device, config, prod, stamp_prod, f),
+        F::I16 => build::<i16>(device, config, prod, stamp_prod, f),
+        F::I32 => build::<i32>(device, config, prod, stamp_prod, f),
+        F::U16 => build::<u16>(device, config, prod, stamp_prod, f),
+        F::U8 => build::<u8>(device, config, prod, stamp_prod, f),
+        F::I8 => build::<i8>(device, config, prod, stamp_prod, f),
+        F::F64 => build::<f64>(device, config, prod, stamp_prod, f),
+        other => return Err(format!("sample format {other} is not supported")),
+    }
+    .map_err(|e| e.to_string())?;
+    stream.play().map_err(|e| e.to_string())?;
+    let clock = StreamClock::calibrate(|| stream.now().as_nanos());
+    Ok(Opened {
+        backend: Backend::Cpal(stream),
+        samples: r.samples,
+        stamps: r.stamps,
+        flags: r.flags,
+        rate: config.sample_rate,
+        channels: config.channels.max(1),
+        clock,
+    })
 }
 
 fn build<T>(
