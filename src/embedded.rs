@@ -39,6 +39,8 @@ pub struct SpawnOptions {
     /// `--model` for the server (a GGUF path or manifest name); None: the manifest default.
     pub model: Option<String>,
     pub threads: Option<u32>,
+    /// Threads for prefill only (`--batch-threads`); `threads` when absent.
+    pub batch_threads: Option<u32>,
     /// Further server flags, e.g. `--ctx 8192`.
     pub extra_args: Vec<String>,
     /// Directory for the server's log file (created if missing).
@@ -52,6 +54,7 @@ impl SpawnOptions {
         SpawnOptions {
             model: None,
             threads: None,
+            batch_threads: None,
             extra_args: Vec::new(),
             log_dir: log_dir.into(),
             ready_timeout: Duration::from_secs(60),
@@ -117,6 +120,9 @@ impl EmbeddedServer {
         }
         if let Some(t) = opts.threads {
             cmd.args(["--threads", &t.to_string()]);
+        }
+        if let Some(t) = opts.batch_threads {
+            cmd.args(["--batch-threads", &t.to_string()]);
         }
         cmd.args(&opts.extra_args)
             .stdin(Stdio::null())

@@ -67,9 +67,14 @@ fn connect_llm(
             })
         }
         None => {
-            eprintln!("starting the embedded LLM server ({} thread)…", budget.llm);
+            let prefill = budget.llm_prefill.max(budget.llm);
+            eprintln!(
+                "starting the embedded LLM server ({} thread, {prefill} for prefill)…",
+                budget.llm
+            );
             let mut opts = SpawnOptions::new(output_dir);
             opts.threads = Some(budget.llm as u32);
+            opts.batch_threads = Some(prefill as u32);
             opts.model = model.map(str::to_string);
             let server = EmbeddedServer::spawn(&opts).context(
                 "cannot start the embedded LLM server; pass --llm-url to use another server",

@@ -3,8 +3,8 @@
 //! ggml (Whisper, llama.cpp) and ONNX Runtime spin-wait in their thread pools. Two stages that
 //! each spin as many threads as there are cores collapse by 10–30× when they overlap (measured
 //! on 2 cores: 8.1 s instead of 0.27 s for one Whisper pass). In a turn, ASR runs alone
-//! (the LLM waits for its transcript; TTS has nothing to say yet), so it gets every core; the
-//! LLM's decode and TTS overlap (TTS speaks chunk 1 while the LLM writes chunk 2), so they
+//! (the LLM waits for its transcript; TTS has nothing to say yet), so it gets every core, and
+//! so does the LLM's prefill, which comes next, alone too; the LLM's decode and TTS overlap (TTS speaks chunk 1 while the LLM writes chunk 2), so they
 //! split the cores and ONNX Runtime must not spin (voxlat-tts and voxlat-vad build their ONNX
 //! sessions with spinning off, always).
 
@@ -14,19 +14,29 @@ use serde::{Deserialize, Serialize};
 pub struct ThreadBudget {
     pub cores: usize,
     pub asr: usize,
+    /// The LLM's decode (and its prefill unless `llm_prefill` says otherwise).
     pub llm: usize,
+    /// The LLM's prefill. 0 in results written before it existed: `llm` then.
+    #[serde(default)]
+    pub llm_prefill: usize,
     pub tts: usize,
 }
 
 impl ThreadBudget {
     /// Each of `callers` pipelines' share: ASR and TTS threads divided among them (at least
     /// one each), since spin-waiting threads beyond the cores stall everyone. The LLM's
-    /// threads belong to its server, which the callers share, and are unchanged.
+    /// threads belong to its server, which the callers share, and are unchanged, but with
+    /// more than one caller a prefill overlaps the others' stages, so it gets only `llm`.
     pub fn shared_by(self, callers: usize) -> ThreadBudget {
         let callers = callers.max(1);
         ThreadBudget {
             asr: (self.asr / callers).max(1),
             tts: (self.tts / callers).max(1),
+            llm_prefill: if callers > 1 {
+                self.llm
+            } else {
+                self.llm_prefill
+            },
             ..self
         }
     }
@@ -39,6 +49,7 @@ impl ThreadBudget {
             cores,
             asr: cores.min(8),
             llm,
+            llm_prefill: cores.min(8),
             tts,
         }
     }
@@ -64,6 +75,9 @@ mod tests {
         assert_eq!((s.asr, s.tts, s.llm, s.cores), (8 / 3, 1, b.llm, 8));
         let two = ThreadBudget::for_cores(2).shared_by(4);
         assert_eq!((two.asr, two.tts), (1, 1));
+        // Alone, a prefill takes every core; among callers, only the decode's share.
+        assert_eq!(ThreadBudget::for_cores(2).llm_prefill, 2);
+        assert_eq!(two.llm_prefill, two.llm);
         assert_eq!(
             ThreadBudget::for_cores(2).shared_by(1),
             ThreadBudget::for_cores(2)

@@ -42,6 +42,8 @@ pub struct LoadOptions {
     pub id: String,
     pub n_ctx: u32,
     pub threads: u32,
+    /// Threads for prefill (prompt batches); `threads` is for decode.
+    pub batch_threads: u32,
     /// A llama.cpp template name (`gemma`, `chatml`, …) to use instead of the GGUF's own.
     pub chat_template: Option<String>,
     /// Give sliding-window layers a window-sized KV cache instead of a full one: less memory
@@ -61,6 +63,7 @@ pub struct LlamaModelHandle {
     pub aliases: Vec<String>,
     pub n_ctx: u32,
     pub threads: u32,
+    pub batch_threads: u32,
     pub n_swa: u32,
     small_swa_cache: bool,
 }
@@ -98,6 +101,7 @@ impl LlamaModelHandle {
             aliases,
             n_ctx: opts.n_ctx,
             threads: opts.threads.max(1),
+            batch_threads: opts.batch_threads.max(1),
             n_swa,
             small_swa_cache: opts.small_swa_cache,
         })
@@ -152,7 +156,7 @@ impl LlamaModelHandle {
             .with_n_ubatch(PREFILL_BATCH as u32)
             .with_n_seq_max(1)
             .with_n_threads(self.threads as i32)
-            .with_n_threads_batch(self.threads as i32)
+            .with_n_threads_batch(self.batch_threads as i32)
             // A full-size cache for the sliding-window layers keeps every position, so any
             // common prefix can be reused (Gemma 3 at 4k context: 60 MB instead of ~10 MB).
             .with_swa_full(!self.small_swa_cache);

@@ -33,6 +33,12 @@ struct Args {
     #[arg(long, default_value_t = 2)]
     threads: u32,
 
+    /// CPU threads per slot for prefill (reading the prompt) only. [default: --threads] In a
+    /// voice turn nothing else runs during prefill (ASR is done, TTS has nothing yet), so it
+    /// may take every core, while decode overlaps TTS and keeps --threads.
+    #[arg(long, value_name = "N")]
+    batch_threads: Option<u32>,
+
     /// Context size in tokens per slot (prompt + reply).
     #[arg(long, default_value_t = 4096)]
     ctx: u32,
@@ -123,8 +129,8 @@ fn resolve_model(arg: Option<&str>) -> Result<(PathBuf, String)> {
 }
 
 fn run(args: Args) -> Result<()> {
-    if args.threads == 0 || args.ctx < 16 || args.slots == 0 {
-        bail!("--threads and --slots must be at least 1, and --ctx at least 16");
+    if args.threads == 0 || args.batch_threads == Some(0) || args.ctx < 16 || args.slots == 0 {
+        bail!("--threads, --batch-threads and --slots must be at least 1, and --ctx at least 16");
     }
     let (path, id) = resolve_model(args.model.as_deref())?;
     let t0 = std::time::Instant::now();
@@ -133,6 +139,7 @@ fn run(args: Args) -> Result<()> {
         id,
         n_ctx: args.ctx,
         threads: args.threads,
+        batch_threads: args.batch_threads.unwrap_or(args.threads),
         chat_template: args.chat_template.clone(),
         small_swa_cache: args.small_swa_cache,
     })?;
@@ -171,13 +178,14 @@ fn run(args: Args) -> Result<()> {
         let local = listener.local_addr()?;
         let model: Arc<dyn Model> = Arc::new(Handle(handle));
         println!(
-            "voxlat-server listening on http://{local}/v1 (pid {}; model {} from {}; template {}; {} slot(s) x {} thread(s), ctx {}, queue {}; sliding window {}; loaded in {load_ms} ms)",
+            "voxlat-server listening on http://{local}/v1 (pid {}; model {} from {}; template {}; {} slot(s) x {} thread(s) ({} for prefill), ctx {}, queue {}; sliding window {}; loaded in {load_ms} ms)",
             std::process::id(),
             handle.id,
             path.display(),
             handle.template_label(),
             args.slots,
             handle.threads,
+            handle.batch_threads,
             handle.n_ctx,
             args.queue,
             handle.n_swa,

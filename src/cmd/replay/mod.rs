@@ -206,13 +206,15 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
     }
 
+    // With several callers, one's prefill overlaps the others' stages.
+    let callers = args.sessions.iter().copied().max().unwrap_or(1) as usize;
     let (endpoint, _server, llm_model) = attach_llm(
         &mut cfg,
         &store,
         args.llm_url.as_deref(),
         args.model.as_deref(),
         &args.output_dir,
-        &budget,
+        &budget.shared_by(callers),
     )?;
     let stages = serde_json::json!({
         "asr": labels.0,
