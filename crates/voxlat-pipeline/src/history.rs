@@ -4,7 +4,7 @@
 //! differs from the one before. Dropping the oldest exchange on every turn, once the history is
 //! full, shifts everything after the system prompt, so every turn prefills the whole history
 //! again. Measured live on the bundled clips (`scripts/live-vs-replay.sh`, embedded SmolLM2 on
-//! one thread): from the fifth turn on only the 21 system-prompt tokens were reused, and
+//! one thread): from the sixth turn on only the 21 system-prompt tokens were reused, and
 //! `llm_ttft` rose from about 300 ms to 1.2–2.1 s. So the history is cut in halves instead: when
 //! it passes its cap only the newest half is kept, and the next turns extend that prefix again.
 
