@@ -28,7 +28,9 @@ pub struct Played {
 }
 
 /// Plays one reply's chunks as they arrive, until the sender closes (or `cancel` fires).
-/// The future is spawned, so it owns what it needs.
+/// The future is spawned, so it owns what it needs. Nothing happens until it is first
+/// polled: that is when the output opens (live, the speaker gates the microphone from then
+/// on), so a held speculative reply polls it only at its commit.
 pub trait Output: Send + Sync {
     fn play(
         &self,

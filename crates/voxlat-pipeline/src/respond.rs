@@ -5,9 +5,9 @@
 
 use crate::config::PipelineConfig;
 use crate::error::TurnError;
-use crate::output::{Cancel, Output};
+use crate::output::{Cancel, Output, Played};
 use crate::record::{BusySpan, Interruption, TurnOutcome, TurnRecord};
-use crate::stages::Replier;
+use crate::stages::{BoxFuture, Replier};
 use crate::workers::{AsrResult, AsrWorker, TtsMsg, TtsWorker};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -143,11 +143,11 @@ impl Pipeline {
         let req = self.request(system_prompt, history, &transcript.text);
         let (audio_tx, audio_rx) = mpsc::unbounded_channel::<ChunkAudio>();
         let rate = self.tts.sample_rate;
-        let audio_rx = match hold {
-            Some(h) => held(audio_rx, h, cancel.clone()),
-            None => audio_rx,
-        };
-        let sink = tokio::spawn(output.play(tl.clone(), audio_rx, rate, cancel.clone()));
+        let play = output.play(tl.clone(), audio_rx, rate, cancel.clone());
+        let sink = tokio::spawn(match hold {
+            Some(h) => opened_at_commit(play, h, cancel.clone()),
+            None => play,
+        });
         let tts_cancel = Arc::new(AtomicBool::new(false));
         self.tts.send(TtsMsg::Begin {
             timeline: tl.clone(),
@@ -326,28 +326,27 @@ fn interrupt(rec: &mut TurnRecord, stage: &str, onset: Nanos) {
     });
 }
 
-/// Forwards the reply's audio once `hold` carries the commit; drops it all (nothing plays)
-/// when `cancel` fires first.
-fn held(
-    mut audio: mpsc::UnboundedReceiver<ChunkAudio>,
+/// Starts a held reply's output only once `hold` carries the commit: its audio waits in the
+/// channel meanwhile, and a reply cancelled first never opens the output, so nothing plays.
+/// Opening is what matters live: the speaker gates the microphone from the moment a reply
+/// begins, and a gate closed at the provisional end would keep from the endpointer the very
+/// silence that commits the turn.
+fn opened_at_commit(
+    play: BoxFuture<'static, Played>,
     mut hold: Hold,
     cancel: Cancel,
-) -> mpsc::UnboundedReceiver<ChunkAudio> {
-    let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
+) -> BoxFuture<'static, Played> {
+    Box::pin(async move {
         let go = tokio::select! {
             r = hold.wait_for(|c| c.is_some()) => r.is_ok(),
             _ = cancelled(cancel) => false,
         };
         if go {
-            while let Some(c) = audio.recv().await {
-                if tx.send(c).is_err() {
-                    break;
-                }
-            }
+            play.await
+        } else {
+            Played::default()
         }
-    });
-    rx
+    })
 }
 
 /// Resolves with the barge-in onset once `cancel` carries one; never if its sender is gone

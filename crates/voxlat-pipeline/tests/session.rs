@@ -518,9 +518,13 @@ fn a_confident_turn_model_ends_a_replayed_turn_before_the_hangover() {
     );
 }
 
-/// Counts the replies that reached the listener with audio.
+/// Counts the replies that reached the listener with audio, and notes when each reply
+/// opened the output (live, that is when the speaker gates the microphone).
 #[derive(Clone, Default)]
-struct CountingSink(std::sync::Arc<std::sync::atomic::AtomicU32>);
+struct CountingSink(
+    std::sync::Arc<std::sync::atomic::AtomicU32>,
+    std::sync::Arc<std::sync::Mutex<Vec<Nanos>>>,
+);
 
 impl voxlat_pipeline::Output for CountingSink {
     fn play(
@@ -532,7 +536,9 @@ impl voxlat_pipeline::Output for CountingSink {
     ) -> voxlat_pipeline::stages::BoxFuture<'static, voxlat_pipeline::output::Played> {
         let inner = VirtualSink.play(tl, audio, rate, cancel);
         let heard = self.0.clone();
+        let opened = self.1.clone();
         Box::pin(async move {
+            opened.lock().unwrap().push(clock::now());
             let p = inner.await;
             if !p.samples.is_empty() {
                 heard.fetch_add(1, Ordering::SeqCst);
@@ -587,6 +593,15 @@ fn a_speculative_reply_is_held_until_the_endpoint_and_counted_from_it() {
     assert_eq!(f.asr.calls.load(Ordering::SeqCst), 1, "one transcription");
     assert_eq!(sink.0.load(Ordering::SeqCst), 1);
     assert_eq!(rec.speculation_misses, 0);
+    // Live, an output opened at the provisional end would gate the microphone, and the
+    // endpointer would never hear the silence that commits the turn.
+    let opened = sink.1.lock().unwrap().clone();
+    assert_eq!(opened.len(), 1);
+    assert!(
+        opened[0] >= endpoint,
+        "the output opened {} ms before the endpoint",
+        (endpoint.0 - opened[0].0) as f64 / 1e6
+    );
 }
 
 #[test]
@@ -625,6 +640,11 @@ fn a_speculative_reply_is_cancelled_when_the_user_resumes() {
         sink.0.load(Ordering::SeqCst),
         1,
         "only the committed reply was heard"
+    );
+    assert_eq!(
+        sink.1.lock().unwrap().len(),
+        1,
+        "the cancelled reply never opened the output"
     );
 }
 
