@@ -1,10 +1,10 @@
 //! A scripted stand-in for llama.cpp, for tests of everything around the engine (HTTP,
 //! queueing, cancellation, stop strings, timings) that must be fast and deterministic.
 
+use crate::engine::{Engine, EngineError, FinishReason, JobSpec, Outcome, Sink, Step};
 use crate::error::ApiError;
 use crate::http::Model;
 use crate::request::ChatRequest;
-use crate::sched::{Engine, FinishReason, JobSpec, Outcome, Sink, Step};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,7 +50,8 @@ impl Model for FakeModel {
 }
 
 /// Emits `pieces` in order, one per `token_delay`, then ends (as at an end-of-generation
-/// token). A prompt containing the bytes of "PANIC" makes it panic, to test containment.
+/// token). A prompt containing the bytes of "PANIC" makes it panic, and one containing
+/// "FAIL" makes it fail, to test containment.
 pub struct FakeEngine {
     pub pieces: Vec<String>,
     pub token_delay: Duration,
@@ -60,10 +61,17 @@ pub struct FakeEngine {
 }
 
 impl Engine for FakeEngine {
-    fn generate(&mut self, job: &JobSpec, sink: &mut Sink) -> Result<Outcome, String> {
+    fn generate(&mut self, job: &JobSpec, sink: &mut Sink) -> Result<Outcome, EngineError> {
         let panic_marker: Vec<i32> = b"PANIC".iter().map(|b| i32::from(*b)).collect();
         if job.tokens.windows(5).any(|w| w == panic_marker.as_slice()) {
             panic!("fake engine asked to panic");
+        }
+        let fail_marker: Vec<i32> = b"FAIL".iter().map(|b| i32::from(*b)).collect();
+        if job.tokens.windows(4).any(|w| w == fail_marker.as_slice()) {
+            return Err(EngineError::new(
+                "the scripted step",
+                std::io::Error::other("asked to fail"),
+            ));
         }
         std::thread::sleep(self.prefill_per_token * job.tokens.len() as u32);
         if sink.cancelled() {

@@ -2,9 +2,10 @@
 //! `/v1/models`, `/health`. Requests are validated, templated and tokenized here, before they
 //! queue, so a bad request never costs a slot.
 
+use crate::engine::{Event, FinishReason, JobSpec, Sampling, Usage};
 use crate::error::ApiError;
 use crate::request::ChatRequest;
-use crate::sched::{Event, FinishReason, JobSpec, Sampling, Scheduler, Usage};
+use crate::sched::Scheduler;
 use crate::timings::{Stamps, Timings};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -247,7 +248,9 @@ fn stream_response(
                     }
                     out
                 }
-                Some(Event::Failed(msg)) => format!("data: {}\n\n", ApiError::Internal(msg).body()),
+                Some(Event::Failed(why)) => {
+                    format!("data: {}\n\n", ApiError::Internal(why.to_string()).body())
+                }
                 None => format!(
                     "data: {}\n\n",
                     ApiError::Internal("the slot ended the request without a result".into()).body()
@@ -293,7 +296,7 @@ async fn collect_response(st: &AppState, id: &str, mut rx: UnboundedReceiver<Eve
                 });
                 return (StatusCode::OK, Json(body)).into_response();
             }
-            Event::Failed(msg) => return ApiError::Internal(msg).into_response(),
+            Event::Failed(why) => return ApiError::Internal(why.to_string()).into_response(),
         }
     }
     ApiError::Internal("the slot ended the request without a result".into()).into_response()

@@ -4,10 +4,11 @@
 //! spawned by the CLI) so llama.cpp's ggml never shares an address space with whisper.cpp's.
 //!
 //! Layers, each testable alone: [`request`] (parsing, validation), [`text`] (UTF-8 joining and
-//! stop strings), [`timings`], [`prefix`] (what a slot's cache can keep), [`sched`] (slots,
-//! queue, cancellation, behind the [`sched::Engine`] trait), [`llama`] (the llama.cpp engine),
+//! stop strings), [`timings`], [`prefix`] (what a slot's cache can keep), [`engine`] (the
+//! [`engine::Engine`] trait a model runner implements), [`sched`] (slots, queue, cancellation), [`llama`] (the llama.cpp engine),
 //! [`http`] (axum routes), and [`fake`] (a scripted engine for fast, deterministic tests).
 
+pub mod engine;
 pub mod error;
 pub mod fake;
 pub mod http;

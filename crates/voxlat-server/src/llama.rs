@@ -2,10 +2,10 @@
 //! context (KV cache) per slot; prompts are templated and tokenized on the HTTP side so that
 //! a prompt too long for the context is refused before it queues.
 
+use crate::engine::{Engine, EngineError, FinishReason, JobSpec, Outcome, Sink, Step};
 use crate::error::ApiError;
 use crate::prefix::{self, Lost, Reuse};
 use crate::request::ChatRequest;
-use crate::sched::{Engine, JobSpec, Outcome, Sink, Step};
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_backend::LlamaBackend;
@@ -307,7 +307,7 @@ impl LlamaSlot {
     }
 
     /// Evaluates `tokens` after what is cached, logits for the last one only.
-    fn eval(&mut self, tokens: &[LlamaToken], sink: &Sink) -> Result<bool, String> {
+    fn eval(&mut self, tokens: &[LlamaToken], sink: &Sink) -> Result<bool, EngineError> {
         for chunk in tokens.chunks(PREFILL_BATCH) {
             if sink.cancelled() {
                 return Ok(false);
@@ -318,11 +318,11 @@ impl LlamaSlot {
                 let pos = (self.cached.len() + i) as i32;
                 self.batch
                     .add(*t, pos, &[0], i == last)
-                    .map_err(|e| format!("batch: {e}"))?;
+                    .map_err(|e| EngineError::new("adding a token to the batch", e))?;
             }
             self.ctx
                 .decode(&mut self.batch)
-                .map_err(|e| format!("llama_decode: {e}"))?;
+                .map_err(|e| EngineError::new("llama_decode", e))?;
             self.cached.extend_from_slice(chunk);
         }
         Ok(true)
@@ -343,7 +343,7 @@ fn sampler(job: &JobSpec) -> LlamaSampler {
 }
 
 impl Engine for LlamaSlot {
-    fn generate(&mut self, job: &JobSpec, sink: &mut Sink) -> Result<Outcome, String> {
+    fn generate(&mut self, job: &JobSpec, sink: &mut Sink) -> Result<Outcome, EngineError> {
         let n_ctx = self.handle.n_ctx as usize;
         let keep = self.reuse(&job.tokens);
         let todo: Vec<LlamaToken> = job.tokens[keep..].iter().map(|t| LlamaToken(*t)).collect();
@@ -358,7 +358,7 @@ impl Engine for LlamaSlot {
         loop {
             let token = sampler.sample(&self.ctx, -1);
             if vocab.is_eog(token) {
-                return Ok(Outcome::Finished(crate::sched::FinishReason::Stop));
+                return Ok(Outcome::Finished(FinishReason::Stop));
             }
             piece.clear();
             // Special tokens are rendered so that a base model's `<end_of_turn>` reaches the
@@ -370,7 +370,7 @@ impl Engine for LlamaSlot {
                 Step::Cancelled => return Ok(Outcome::Cancelled),
             }
             if self.cached.len() + 1 >= n_ctx {
-                return Ok(Outcome::Finished(crate::sched::FinishReason::Length));
+                return Ok(Outcome::Finished(FinishReason::Length));
             }
             if !self.eval(&[token], sink)? {
                 return Ok(Outcome::Cancelled);

@@ -5,9 +5,10 @@ use anyhow::{bail, Context, Result};
 use clap::Parser;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use voxlat_server::engine::Engine;
 use voxlat_server::http::{AppState, Model};
 use voxlat_server::llama::{LlamaModelHandle, LoadOptions};
-use voxlat_server::sched::{Engine, Scheduler};
+use voxlat_server::sched::Scheduler;
 
 /// Serves a GGUF model over an OpenAI-compatible API (POST /v1/chat/completions, streaming or
 /// not; GET /v1/models; GET /health) with llama.cpp, reporting server-side queue, prefill and
@@ -159,9 +160,8 @@ fn run(args: Args) -> Result<()> {
         handle
             .new_slot()
             .map(|s| Box::new(s) as Box<dyn Engine>)
-            .map_err(|e| e.to_string())
-    })
-    .map_err(anyhow::Error::msg)?;
+            .map_err(Into::into)
+    })?;
     let load_ms = t0.elapsed().as_millis();
 
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -3,9 +3,9 @@
 //! Requests beyond `slots + queue` are refused at once instead of waiting without bound, and
 //! a request whose client has gone is dropped: before it starts, or at its next token.
 
+use crate::engine::{BoxError, Engine, Event, Failure, JobSpec, Outcome, Sink};
 use crate::error::ApiError;
-use crate::text::{Scan, StopMatcher, Utf8Joiner};
-use crate::timings::{Stamps, Timings};
+use crate::timings::Stamps;
 use serde::Serialize;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -14,184 +14,15 @@ use std::time::Instant;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use voxlat_telemetry::{FinishedRequest, RequestOutcome, ServerMetrics};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FinishReason {
-    Stop,
-    Length,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Sampling {
-    /// 0 means greedy.
-    pub temperature: f32,
-    pub top_p: f32,
-    pub seed: Option<u32>,
-}
-
-/// What a slot needs to run one request: the prompt already templated and tokenized.
-#[derive(Debug, Clone)]
-pub struct JobSpec {
-    pub tokens: Vec<i32>,
-    pub stops: Vec<String>,
-    pub max_tokens: u32,
-    pub sampling: Sampling,
-    pub timings_per_token: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Usage {
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-    pub cached_tokens: u64,
-}
-
-/// What a slot reports back to the HTTP side, in order.
-#[derive(Debug, Clone)]
-pub enum Event {
-    Delta {
-        text: String,
-        timings: Option<Timings>,
-    },
-    Done {
-        finish: FinishReason,
-        usage: Usage,
-        timings: Timings,
-    },
-    Failed(String),
-}
-
-/// How an engine's run ended, when it did not fail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    Finished(FinishReason),
-    Cancelled,
-}
-
-/// One slot's model runner. It calls the [`Sink`] as it goes; the sink owns stop strings,
-/// `max_tokens`, timings and cancellation, so every engine (the real one and test fakes)
-/// behaves the same at the edges.
-pub trait Engine {
-    fn generate(&mut self, job: &JobSpec, sink: &mut Sink) -> Result<Outcome, String>;
-    /// Forget any cached state, after a failure left it unknown.
-    fn reset(&mut self);
-}
-
-/// The engine's view of the request it is serving.
-pub struct Sink {
-    tx: UnboundedSender<Event>,
-    stamps: Stamps,
-    joiner: Utf8Joiner,
-    matcher: StopMatcher,
-    max_tokens: u32,
-    per_token: bool,
-    cache_n: u64,
-    prompt_n: u64,
-    predicted_n: u64,
-}
-
-/// What the engine does after handing over a token.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    Continue,
-    Finish(FinishReason),
-    Cancelled,
-}
-
-impl Sink {
-    fn new(job: &JobSpec, tx: UnboundedSender<Event>, mut stamps: Stamps) -> Sink {
-        stamps.started = Some(Instant::now());
-        Sink {
-            tx,
-            stamps,
-            joiner: Utf8Joiner::default(),
-            matcher: StopMatcher::new(job.stops.clone()),
-            max_tokens: job.max_tokens,
-            per_token: job.timings_per_token,
-            cache_n: 0,
-            prompt_n: 0,
-            predicted_n: 0,
-        }
-    }
-
-    /// The client went away: stop spending CPU on it.
-    pub fn cancelled(&self) -> bool {
-        self.tx.is_closed()
-    }
-
-    /// The prompt is evaluated: `cache_n` tokens came from the KV cache, `prompt_n` were run.
-    pub fn prefilled(&mut self, cache_n: usize, prompt_n: usize) {
-        self.stamps.prefilled = Some(Instant::now());
-        self.cache_n = cache_n as u64;
-        self.prompt_n = prompt_n as u64;
-    }
-
-    /// One sampled token's bytes (not an end-of-generation token).
-    pub fn token(&mut self, bytes: &[u8]) -> Step {
-        let now = Instant::now();
-        self.stamps.first_token.get_or_insert(now);
-        self.stamps.last_token = Some(now);
-        self.predicted_n += 1;
-        let text = self.joiner.push(bytes);
-        let (text, stopped) = match self.matcher.push(&text) {
-            Scan::Text(t) => (t, false),
-            Scan::Stopped(t) => (t, true),
-        };
-        if !text.is_empty() && !self.send_delta(text) {
-            return Step::Cancelled;
-        }
-        if stopped {
-            Step::Finish(FinishReason::Stop)
-        } else if self.predicted_n >= u64::from(self.max_tokens) {
-            Step::Finish(FinishReason::Length)
-        } else if self.cancelled() {
-            Step::Cancelled
-        } else {
-            Step::Continue
-        }
-    }
-
-    fn send_delta(&mut self, text: String) -> bool {
-        let timings = self.per_token.then(|| self.timings());
-        self.tx.send(Event::Delta { text, timings }).is_ok()
-    }
-
-    fn timings(&self) -> Timings {
-        self.stamps.timings(
-            self.cache_n,
-            self.prompt_n,
-            self.predicted_n,
-            Instant::now(),
-        )
-    }
-
-    fn done(mut self, finish: FinishReason) {
-        // Text held back as a possible stop string was not one after all (the reply ended
-        // another way), and an unfinished character is flushed as a replacement character.
-        let tail = self.joiner.finish();
-        let rest = match self.matcher.push(&tail) {
-            Scan::Text(t) => t + &self.matcher.finish(),
-            Scan::Stopped(t) => t,
-        };
-        if !rest.is_empty() {
-            self.send_delta(rest);
-        }
-        let usage = Usage {
-            prompt_tokens: self.cache_n + self.prompt_n,
-            completion_tokens: self.predicted_n,
-            cached_tokens: self.cache_n,
-        };
-        let timings = self.timings();
-        let _ = self.tx.send(Event::Done {
-            finish,
-            usage,
-            timings,
-        });
-    }
-
-    fn fail(self, why: String) {
-        let _ = self.tx.send(Event::Failed(why));
-    }
+/// Why the slots could not all start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot start the thread for slot {slot}: {cause}")]
+    Thread { slot: usize, cause: std::io::Error },
+    #[error("slot {slot} could not build its engine: {cause}")]
+    Engine { slot: usize, cause: BoxError },
+    #[error("slot {slot} died while starting")]
+    Died { slot: usize },
 }
 
 /// Counters for `/health` and the log.
@@ -265,9 +96,9 @@ pub struct Scheduler {
 impl Scheduler {
     /// Starts `slots` workers, one after another: each builds its engine on its own thread
     /// with `make_engine(slot)` (llama.cpp contexts must not be created concurrently).
-    pub fn start<F>(slots: usize, queue: usize, make_engine: F) -> Result<Scheduler, String>
+    pub fn start<F>(slots: usize, queue: usize, make_engine: F) -> Result<Scheduler, StartError>
     where
-        F: Fn(usize) -> Result<Box<dyn Engine>, String> + Send + Sync + 'static,
+        F: Fn(usize) -> Result<Box<dyn Engine>, BoxError> + Send + Sync + 'static,
     {
         Scheduler::start_with_metrics(slots, queue, None, make_engine)
     }
@@ -278,9 +109,9 @@ impl Scheduler {
         queue: usize,
         metrics: Option<ServerMetrics>,
         make_engine: F,
-    ) -> Result<Scheduler, String>
+    ) -> Result<Scheduler, StartError>
     where
-        F: Fn(usize) -> Result<Box<dyn Engine>, String> + Send + Sync + 'static,
+        F: Fn(usize) -> Result<Box<dyn Engine>, BoxError> + Send + Sync + 'static,
     {
         let slots = slots.max(1);
         let (tx, rx) = mpsc::channel::<Job>();
@@ -303,14 +134,12 @@ impl Scheduler {
                         let _ = ready_tx.send(Ok(()));
                         worker(slot, engine, &rx, &stats);
                     }
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e));
+                    Err(cause) => {
+                        let _ = ready_tx.send(Err(StartError::Engine { slot, cause }));
                     }
                 })
-                .map_err(|e| format!("cannot start slot thread: {e}"))?;
-            ready_rx
-                .recv()
-                .map_err(|_| format!("slot {slot} died while starting"))??;
+                .map_err(|cause| StartError::Thread { slot, cause })?;
+            ready_rx.recv().map_err(|_| StartError::Died { slot })??;
             workers.push(handle);
         }
         Ok(Scheduler {
@@ -463,14 +292,14 @@ fn worker(
                 stats.ended(RequestOutcome::Failed);
                 tracing::error!(request_id = %job.id, slot, error = %e, "generation failed");
                 engine.reset();
-                sink.fail(e);
+                sink.fail(Failure::Engine(e));
             }
             Err(_) => {
                 stats.failed.fetch_add(1, Ordering::Relaxed);
                 stats.ended(RequestOutcome::Failed);
                 tracing::error!(request_id = %job.id, slot, "generation panicked");
                 engine.reset();
-                sink.fail("internal error (panic in the engine); the slot was reset".into());
+                sink.fail(Failure::Panicked);
             }
         }
         stats.busy.fetch_sub(1, Ordering::AcqRel);

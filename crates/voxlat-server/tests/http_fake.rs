@@ -5,9 +5,10 @@ use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use voxlat_server::engine::Engine;
 use voxlat_server::fake::{FakeEngine, FakeModel};
 use voxlat_server::http::AppState;
-use voxlat_server::sched::{Engine, Scheduler};
+use voxlat_server::sched::{Scheduler, StartError};
 
 struct Server {
     base: String,
@@ -375,4 +376,44 @@ async fn an_engine_panic_fails_that_request_only() {
         .unwrap();
     assert_eq!(v["choices"][0]["message"]["content"], "fine");
     assert_eq!(health(&s.base).await["failed"], 1);
+}
+
+#[tokio::test]
+async fn an_engine_failure_fails_that_request_naming_the_step() {
+    let s = start(1, 1, &["fine"], 1).await;
+    let evs = events(post(&s.base, &body("please FAIL now", json!({"stream": true}))).await).await;
+    let err: Value = serde_json::from_str(&evs[evs.len() - 2]).unwrap();
+    assert_eq!(
+        err["error"]["message"].as_str().unwrap(),
+        "generation failed: the scripted step failed: asked to fail",
+        "{err}"
+    );
+    let v: Value = post(&s.base, &body("hi", json!({})))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["choices"][0]["message"]["content"], "fine");
+    assert_eq!(health(&s.base).await["failed"], 1);
+}
+
+#[test]
+fn a_slot_whose_engine_cannot_be_built_stops_the_start_naming_the_slot() {
+    let started = Scheduler::start(2, 0, |slot| {
+        if slot == 1 {
+            return Err("out of memory for the KV cache".into());
+        }
+        Ok(Box::new(FakeEngine {
+            pieces: vec![],
+            token_delay: Duration::ZERO,
+            prefill_per_token: Duration::ZERO,
+            produced: Arc::default(),
+        }) as Box<dyn Engine>)
+    });
+    let err = started.err().expect("slot 1 cannot start");
+    assert!(matches!(err, StartError::Engine { slot: 1, .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "slot 1 could not build its engine: out of memory for the KV cache"
+    );
 }
