@@ -65,29 +65,42 @@ pub fn environment(path: &Path) -> Result<(Environment, Duration), OnnxError> {
     Ok((env, took))
 }
 
+/// Why a model's session could not be made: the model, or the runtime under it. The two
+/// need different fixes, so they stay apart.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("model file {} does not exist", .0.display())]
+    ModelMissing(PathBuf),
+    #[error(transparent)]
+    Runtime(#[from] OnnxError),
+    #[error("ONNX Runtime cannot open {}: {cause}", path.display())]
+    Open { path: PathBuf, cause: ort::Error },
+}
+
 /// A session for a small model run beside the stages that own the cores (Silero, Smart
 /// Turn): one intra- and one inter-op thread, and no spinning, since a spinning pool starves
-/// the others on 2 cores. The error is ONNX Runtime's own words, for the caller to wrap.
-pub fn single_thread_session(runtime: &Path, model: &Path) -> Result<Session, String> {
+/// the others on 2 cores.
+pub fn single_thread_session(runtime: &Path, model: &Path) -> Result<Session, SessionError> {
     if !model.is_file() {
-        return Err("file not found".into());
+        return Err(SessionError::ModelMissing(model.to_path_buf()));
     }
-    let (env, _) = environment(runtime).map_err(|e| e.to_string())?;
-    fn text<E: std::fmt::Display>(e: E) -> String {
-        e.to_string()
-    }
+    let (env, _) = environment(runtime)?;
+    let open = |cause: ort::Error| SessionError::Open {
+        path: model.to_path_buf(),
+        cause,
+    };
     Session::builder(&env)
-        .map_err(text)?
+        .map_err(open)?
         .with_intra_threads(1)
-        .map_err(text)?
+        .map_err(|e| open(e.into()))?
         .with_inter_threads(1)
-        .map_err(text)?
+        .map_err(|e| open(e.into()))?
         .with_intra_op_spinning(false)
-        .map_err(text)?
+        .map_err(|e| open(e.into()))?
         .with_inter_op_spinning(false)
-        .map_err(text)?
+        .map_err(|e| open(e.into()))?
         .commit_from_file(model)
-        .map_err(text)
+        .map_err(open)
 }
 
 /// The library loaded so far, if any.

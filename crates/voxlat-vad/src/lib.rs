@@ -40,4 +40,21 @@ pub enum VadError {
         path: std::path::PathBuf,
         detail: String,
     },
+    /// The runtime under Silero or Smart Turn, not the model: its own message says how to
+    /// get one.
+    #[cfg(feature = "silero")]
+    #[error(transparent)]
+    OnnxRuntime(voxlat_onnx::OnnxError),
+}
+
+/// A model's session error as a [`VadError`]: a runtime failure as itself, anything else
+/// about the model through `model` (which names the model and how to fetch it).
+#[cfg(feature = "silero")]
+fn session_error(e: voxlat_onnx::SessionError, model: impl FnOnce(String) -> VadError) -> VadError {
+    match e {
+        voxlat_onnx::SessionError::Runtime(r) => VadError::OnnxRuntime(r),
+        // The wrapper names the path already.
+        voxlat_onnx::SessionError::ModelMissing(_) => model("the file does not exist".into()),
+        other => model(other.to_string()),
+    }
 }

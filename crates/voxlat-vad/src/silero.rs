@@ -28,11 +28,11 @@ impl SileroDetector {
     /// speech probability above which a frame is voiced (Silero's default is 0.5).
     pub fn new(model: &Path, runtime: &Path, threshold: f32) -> Result<SileroDetector, VadError> {
         // It shares the cores with ASR and TTS: one thread, never spinning.
-        let session = voxlat_onnx::single_thread_session(runtime, model).map_err(|detail| {
-            VadError::Silero {
+        let session = voxlat_onnx::single_thread_session(runtime, model).map_err(|e| {
+            crate::session_error(e, |detail| VadError::Silero {
                 path: model.to_path_buf(),
                 detail,
-            }
+            })
         })?;
         Ok(SileroDetector {
             session,

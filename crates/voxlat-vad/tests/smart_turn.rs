@@ -191,3 +191,40 @@ fn a_quieter_copy_gives_the_same_features_because_the_buffer_is_normalised() {
         .fold(0.0, f64::max);
     assert!(worst <= 1e-2, "normalisation should undo a gain: {worst:e}");
 }
+
+/// A runtime that cannot be loaded is the runtime's fault, and its error says how to get
+/// one; it must not send the user to fetch a model that is fine. (In this process the real
+/// runtime may already be loaded, and then the other path is refused as a second runtime:
+/// a runtime error too.)
+#[test]
+fn a_runtime_that_cannot_load_is_reported_as_the_runtime_not_the_model() {
+    let model = need("smart-turn-v3.2", "smart-turn-v3.2-cpu.onnx");
+    let err = SmartTurn::new(
+        &model,
+        std::path::Path::new("/nonexistent/libonnxruntime.so"),
+    )
+    .err()
+    .expect("no runtime there");
+    assert!(matches!(err, voxlat_vad::VadError::OnnxRuntime(_)), "{err}");
+    let msg = err.to_string();
+    assert!(msg.contains("/nonexistent/libonnxruntime.so"), "{msg}");
+    assert!(!msg.contains("fetch smart-turn"), "{msg}");
+}
+
+#[test]
+fn a_missing_model_is_named_with_how_to_fetch_it() {
+    let runtime = need("onnxruntime", "libonnxruntime.so.1.32.0");
+    let err = SmartTurn::new(std::path::Path::new("/nonexistent/turn.onnx"), &runtime)
+        .err()
+        .expect("no model there");
+    assert!(
+        matches!(err, voxlat_vad::VadError::TurnModel { .. }),
+        "{err}"
+    );
+    let msg = err.to_string();
+    assert!(
+        msg.contains("/nonexistent/turn.onnx: the file does not exist"),
+        "{msg}"
+    );
+    assert!(msg.contains("voxlat models fetch smart-turn-v3.2"), "{msg}");
+}

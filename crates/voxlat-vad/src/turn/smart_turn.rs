@@ -23,11 +23,11 @@ pub struct SmartTurn {
 impl SmartTurn {
     /// `runtime` is the ONNX Runtime library (loaded once per process).
     pub fn new(model: &Path, runtime: &Path) -> Result<SmartTurn, VadError> {
-        let session = voxlat_onnx::single_thread_session(runtime, model).map_err(|detail| {
-            VadError::TurnModel {
+        let session = voxlat_onnx::single_thread_session(runtime, model).map_err(|e| {
+            crate::session_error(e, |detail| VadError::TurnModel {
                 path: model.to_path_buf(),
                 detail,
-            }
+            })
         })?;
         Ok(SmartTurn {
             session,
