@@ -13,6 +13,7 @@
 use crate::capture::{push_input, Flags, InStamp};
 use alsa::pcm::{Access, HwParams, IoFormat, PCM};
 use alsa::{Direction, ValueOr};
+use cpal::FromSample;
 use ringbuf::HeapProd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -32,9 +33,16 @@ pub(crate) struct AlsaCapture {
     pub period: u32,
 }
 
-enum Samples {
-    F32(Vec<f32>),
-    I16(Vec<i16>),
+/// What the reading thread owns: the device and where its frames go.
+struct Reader {
+    pcm: PCM,
+    rate: u32,
+    channels: u16,
+    period: u32,
+    prod: HeapProd<f32>,
+    stamps: HeapProd<InStamp>,
+    flags: Arc<Flags>,
+    stop: Arc<AtomicBool>,
 }
 
 impl AlsaCapture {
@@ -51,7 +59,7 @@ impl AlsaCapture {
         flags: Arc<Flags>,
     ) -> Result<AlsaCapture, alsa::Error> {
         let pcm = PCM::new(name, Direction::Capture, true)?;
-        let (rate, channels, period, buf) = {
+        let (rate, channels, period, float) = {
             let hw = HwParams::any(&pcm)?;
             hw.set_access(Access::RWInterleaved)?;
             let float = hw.set_format(<f32 as IoFormat>::FORMAT).is_ok();
@@ -66,22 +74,30 @@ impl AlsaCapture {
             let rate = hw.get_rate()?;
             let channels = hw.get_channels()? as u16;
             let period = hw.get_period_size()?.max(1) as u32;
-            // Read up to the whole buffer at once after a late wake-up.
-            let len = period as usize * PERIODS as usize * usize::from(channels);
-            let buf = if float {
-                Samples::F32(vec![0.0; len])
-            } else {
-                Samples::I16(vec![0; len])
-            };
-            (rate, channels, period, buf)
+            (rate, channels, period, float)
         };
         pcm.prepare()?;
         pcm.start()?;
         let stop = Arc::new(AtomicBool::new(false));
-        let s = stop.clone();
+        let reader = Reader {
+            pcm,
+            rate,
+            channels,
+            period,
+            prod,
+            stamps,
+            flags,
+            stop: stop.clone(),
+        };
         let thread = std::thread::Builder::new()
             .name("alsa_in".into())
-            .spawn(move || read_loop(pcm, buf, rate, channels, period, prod, stamps, &flags, &s))
+            .spawn(move || {
+                if float {
+                    reader.run::<f32>()
+                } else {
+                    reader.run::<i16>()
+                }
+            })
             .map_err(|e| alsa::Error::new("spawn", e.raw_os_error().unwrap_or(libc::EAGAIN)))?;
         Ok(AlsaCapture {
             stop,
@@ -102,75 +118,61 @@ impl Drop for AlsaCapture {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn read_loop(
-    pcm: PCM,
-    mut buf: Samples,
-    rate: u32,
-    channels: u16,
-    period: u32,
-    mut prod: HeapProd<f32>,
-    mut stamps: HeapProd<InStamp>,
-    flags: &Flags,
-    stop: &AtomicBool,
-) {
-    flags
-        .raised
-        .store(crate::priority::raise_current_thread(), Ordering::Relaxed);
-    let frame_ns = 1e9 / f64::from(rate);
-    let ch = usize::from(channels);
-    let mut pushed = 0u64;
-    let (f32_io, i16_io) = match &buf {
-        Samples::F32(_) => (pcm.io_f32().ok(), None),
-        Samples::I16(_) => (None, pcm.io_i16().ok()),
-    };
-    if f32_io.is_none() && i16_io.is_none() {
-        flags.failed.store(true, Ordering::Release);
-        return;
-    }
-    while !stop.load(Ordering::Acquire) {
-        let (avail, delay) = match pcm.avail_delay() {
-            Ok(ad) => ad,
-            Err(e) => {
-                if !recover(&pcm, &e, flags) {
-                    return;
-                }
+impl Reader {
+    /// Reads whole periods of `S` samples until stopped. Per read: one `avail_delay`, one
+    /// clock read and one `readi` into a buffer made once; no allocation, lock or log.
+    fn run<S>(mut self)
+    where
+        S: IoFormat + cpal::Sample,
+        f32: FromSample<S>,
+    {
+        let flags = &*self.flags;
+        flags
+            .raised
+            .store(crate::priority::raise_current_thread(), Ordering::Relaxed);
+        let Ok(io) = self.pcm.io_checked::<S>() else {
+            fail(flags);
+            return;
+        };
+        let frame_ns = 1e9 / f64::from(self.rate);
+        let ch = usize::from(self.channels);
+        let period = i64::from(self.period);
+        // Up to the whole device buffer at once, after a late wake-up.
+        let mut buf = vec![S::EQUILIBRIUM; self.period as usize * PERIODS as usize * ch];
+        let mut pushed = 0u64;
+        while !self.stop.load(Ordering::Acquire) {
+            let (avail, delay) = match self.pcm.avail_delay() {
+                Ok(ad) => ad,
+                Err(e) if recover(&self.pcm, &e, flags) => continue,
+                Err(_) => return,
+            };
+            if avail < period {
+                let missing = (period - avail.max(0)) as f64 * frame_ns;
+                std::thread::sleep(Duration::from_nanos(missing.max(1e6) as u64));
                 continue;
             }
-        };
-        if avail < i64::from(period) {
-            let missing = (i64::from(period) - avail.max(0)) as f64 * frame_ns;
-            std::thread::sleep(Duration::from_nanos(missing.max(1e6) as u64));
-            continue;
+            // The oldest frame still queued, the first one this read returns, was captured
+            // `delay` frames ago.
+            let first_ns = clock::now().0 as f64 - delay.max(0) as f64 * frame_ns;
+            let n = match io.readi(&mut buf) {
+                Ok(0) => continue,
+                Ok(n) => n,
+                Err(e) if recover(&self.pcm, &e, flags) => continue,
+                Err(_) => return,
+            };
+            let stamp = InStamp {
+                index: pushed,
+                at_ns: first_ns.max(0.0) as u64,
+            };
+            pushed += push_input(
+                &buf[..n * ch],
+                ch,
+                stamp,
+                &mut self.prod,
+                &mut self.stamps,
+                flags,
+            );
         }
-        // The oldest frame still queued, the first one this read returns, was captured
-        // `delay` frames ago.
-        let first_ns = clock::now().0 as f64 - delay.max(0) as f64 * frame_ns;
-        let read = match (&mut buf, &f32_io, &i16_io) {
-            (Samples::F32(b), Some(io), _) => io.readi(b),
-            (Samples::I16(b), _, Some(io)) => io.readi(b),
-            _ => return,
-        };
-        let n = match read {
-            Ok(n) => n,
-            Err(e) => {
-                if !recover(&pcm, &e, flags) {
-                    return;
-                }
-                continue;
-            }
-        };
-        if n == 0 {
-            continue;
-        }
-        let stamp = InStamp {
-            index: pushed,
-            at_ns: first_ns.max(0.0) as u64,
-        };
-        pushed += match &buf {
-            Samples::F32(b) => push_input(&b[..n * ch], ch, stamp, &mut prod, &mut stamps, flags),
-            Samples::I16(b) => push_input(&b[..n * ch], ch, stamp, &mut prod, &mut stamps, flags),
-        };
     }
 }
 
