@@ -5,6 +5,7 @@
 use crate::record::{Aggregate, TurnRecord};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use voxlat_core::threads::ThreadBudget;
 
 /// One level: every turn replayed while `sessions` callers ran at once.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -15,6 +16,10 @@ pub struct Level {
     /// Measured turns (ok, no speech or failed) per minute of `wall_s`.
     pub turns_per_min: f64,
     pub aggregate: Aggregate,
+    /// The threads each caller's stages had at this level: the run's budget shared by
+    /// `sessions` callers. Absent in files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<ThreadBudget>,
 }
 
 /// Where the P50 grew most between two levels.
@@ -33,8 +38,9 @@ impl Growth {
     }
 }
 
-/// The levels of the turns that carry one (`sessions > 0`), in ascending order.
-pub fn levels(turns: &[TurnRecord]) -> Vec<Level> {
+/// The levels of the turns that carry one (`sessions > 0`), in ascending order; `threads` is
+/// the run's budget for one caller.
+pub fn levels(turns: &[TurnRecord], threads: &ThreadBudget) -> Vec<Level> {
     let mut by: BTreeMap<u32, Vec<TurnRecord>> = BTreeMap::new();
     for t in turns.iter().filter(|t| t.sessions > 0) {
         by.entry(t.sessions).or_default().push(t.clone());
@@ -58,6 +64,7 @@ pub fn levels(turns: &[TurnRecord]) -> Vec<Level> {
                     0.0
                 },
                 aggregate: Aggregate::from_turns(&turns),
+                threads: Some(threads.shared_by(sessions as usize)),
             }
         })
         .collect()
@@ -160,9 +167,18 @@ mod tests {
             ));
         }
         turns.push(TurnRecord::blank("s", "t", "plain", "x"));
-        let lv = levels(&turns);
+        let lv = levels(&turns, &ThreadBudget::for_cores(2));
         assert_eq!(lv.iter().map(|l| l.sessions).collect::<Vec<_>>(), [1, 2, 4]);
         assert_eq!(lv[0].aggregate.turns, 3);
+        // 2 cores: one caller has both for ASR and for prefill; two or four share them, one
+        // thread each, and prefill keeps the decode's single thread.
+        let t = |l: &Level| {
+            let b = l.threads.expect("recorded");
+            (b.asr, b.tts, b.llm, b.llm_prefill)
+        };
+        assert_eq!(t(&lv[0]), (2, 1, 1, 2));
+        assert_eq!(t(&lv[1]), (1, 1, 1, 1));
+        assert_eq!(t(&lv[2]), (1, 1, 1, 1));
         let (steps, first) = growth(&lv);
         assert_eq!(steps.len(), 2);
         let asr_name = "asr";
@@ -177,7 +193,7 @@ mod tests {
             (1, 2, asr_name)
         );
         // Growth below the share of the total is noise, not saturation.
-        let mut flat = levels(&turns);
+        let mut flat = levels(&turns, &ThreadBudget::for_cores(2));
         let base = flat[0].aggregate.clone();
         for l in &mut flat[1..] {
             l.aggregate = base.clone();

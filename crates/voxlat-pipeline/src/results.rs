@@ -24,7 +24,12 @@ use voxlat_core::threads::ThreadBudget;
 pub struct ReplayResults {
     pub header: ResultsHeader,
     pub config: PipelineConfig,
+    /// The budget for one caller; with `--sessions`, each level records its callers' share.
     pub threads: ThreadBudget,
+    /// What the embedded LLM server was started with (`llm` threads to decode, `llm_prefill`
+    /// to prefill); absent when the LLM was elsewhere (`--llm-url`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm_server_threads: Option<ThreadBudget>,
     /// What each stage ran on (model files, LLM endpoint).
     pub stages: serde_json::Value,
     /// How `speech_end` and `endpoint` were timed.
@@ -69,6 +74,7 @@ impl ReplayResults {
             header: ResultsHeader::new("replay", env!("CARGO_PKG_VERSION")),
             config,
             threads,
+            llm_server_threads: None,
             stages,
             timing_note: timing_note.into(),
             scenarios: Vec::new(),
@@ -108,7 +114,7 @@ impl ReplayResults {
                 let jsonl = path.with_file_name(name);
                 r.turns = read_jsonl(&jsonl)?;
                 r.aggregate = Aggregate::from_turns(&r.turns);
-                r.levels = levels(&r.turns);
+                r.levels = levels(&r.turns, &r.threads);
                 r.header.interrupted = true;
                 if r.header.stop_reason.is_none() {
                     r.header.stop_reason = Some(
@@ -227,7 +233,7 @@ impl ResultsWriter {
 
     fn write_summary(&mut self) -> Result<(), WriteError> {
         self.results.aggregate = Aggregate::from_turns(&self.results.turns);
-        self.results.levels = levels(&self.results.turns);
+        self.results.levels = levels(&self.results.turns, &self.results.threads);
         let json = serde_json::to_vec_pretty(&self.results).map_err(|e| WriteError::Io {
             path: self.json.clone(),
             source: std::io::Error::other(e),

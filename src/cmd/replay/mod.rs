@@ -226,6 +226,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         "llm_model": llm_model,
     });
     let mut results = ReplayResults::new(cfg.clone(), budget, stages);
+    results.llm_server_threads = _server.as_ref().map(|_| budget.shared_by(callers));
     results.scenarios = scenarios
         .iter()
         .map(|(s, _)| s.path.display().to_string())
