@@ -1,0 +1,144 @@
+//! The microphone thread: capture → gate → endpointer, with barge-in detection while a reply
+//! plays.
+
+use super::echo::{rms, EchoRef};
+use super::POLL;
+use crate::error::SourceError;
+use crate::session::SourceEvent;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use voxlat_audio::capture::Capture;
+use voxlat_core::{clock, Nanos};
+use voxlat_vad::{Endpointer, EndpointerConfig, WebRtcDetector};
+
+/// Frames (20 ms) looked at for barge-in, and how many of them must exceed the echo.
+pub const BARGE_IN_WINDOW: usize = 10;
+pub const BARGE_IN_HITS: usize = 4;
+const FRAME: usize = 320;
+
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+pub struct ListenerConfig {
+    pub endpointer: EndpointerConfig,
+    /// Ends turns with `endpointer.turn` and this model instead of the plain hangover.
+    #[serde(skip)]
+    pub turn_model: Option<voxlat_vad::SharedScorer>,
+    pub barge_in: bool,
+    /// Microphone level over reply level that counts as the user speaking.
+    pub barge_in_ratio: f32,
+    /// Below this microphone level (dBFS) nothing is a barge-in.
+    pub barge_in_floor_db: f32,
+    /// The gate stays closed this long after the reply's last sample left the device.
+    pub echo_tail_ms: u32,
+}
+
+impl Default for ListenerConfig {
+    fn default() -> Self {
+        ListenerConfig {
+            endpointer: EndpointerConfig::default(),
+            turn_model: None,
+            barge_in: true,
+            barge_in_ratio: 2.0,
+            barge_in_floor_db: -45.0,
+            echo_tail_ms: 150,
+        }
+    }
+}
+
+/// The microphone thread: capture → gate → endpointer. Stops when `stop` is raised or the
+/// receiver goes away; returns the capture's dropped samples and driver overruns.
+pub fn spawn_listener(
+    mut capture: Capture,
+    cfg: ListenerConfig,
+    echo: Arc<EchoRef>,
+    tx: mpsc::Sender<SourceEvent>,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<std::thread::JoinHandle<(u64, u64)>> {
+    std::thread::Builder::new()
+        .name("mic+vad".into())
+        .spawn(move || {
+            let send = |h: SourceEvent| tx.blocking_send(h).is_ok();
+            let ep = crate::source::endpointer(&cfg.endpointer, cfg.turn_model.clone());
+            let mut ep = match ep {
+                Ok(e) => e,
+                Err(e) => {
+                    send(SourceEvent::Failed(e.into()));
+                    return (capture.dropped(), capture.xruns());
+                }
+            };
+            let floor = 10f32.powf(cfg.barge_in_floor_db / 20.0);
+            let pre_roll = (cfg.endpointer.pre_roll_ms as usize / 20).max(1);
+            let mut recent: VecDeque<voxlat_audio::capture::Frame> = VecDeque::new();
+            let mut hits: VecDeque<Option<Nanos>> = VecDeque::new();
+            let mut barged = false;
+            let feed =
+                |ep: &mut Endpointer<WebRtcDetector>, f: &voxlat_audio::capture::Frame| match ep
+                    .push(&f.samples, f.t_end)
+                {
+                    Ok(events) => events.into_iter().all(|ev| {
+                        send(SourceEvent::Vad {
+                            ev,
+                            received: clock::now(),
+                        })
+                    }),
+                    Err(e) => send(SourceEvent::Failed(e.into())),
+                };
+            while !stop.load(Ordering::Acquire) {
+                if capture.failed() {
+                    send(SourceEvent::Failed(SourceError::DeviceStopped {
+                        device: capture.device.clone(),
+                    }));
+                    break;
+                }
+                let Some(f) = capture.next_frame(FRAME) else {
+                    std::thread::sleep(POLL);
+                    continue;
+                };
+                let start = Nanos(f.t_end.0.saturating_sub(20_000_000));
+                if !echo.active(f.t_end) {
+                    barged = false;
+                    hits.clear();
+                    recent.clear();
+                    if !feed(&mut ep, &f) {
+                        break;
+                    }
+                    continue;
+                }
+                if barged {
+                    if !feed(&mut ep, &f) {
+                        break;
+                    }
+                    continue;
+                }
+                // Gated: the reply may be what the microphone hears.
+                let level = rms(&f.samples);
+                let hit = cfg.barge_in
+                    && level > floor
+                    && level > cfg.barge_in_ratio * echo.level(start, f.t_end);
+                hits.push_back(hit.then_some(start));
+                if hits.len() > BARGE_IN_WINDOW {
+                    hits.pop_front();
+                }
+                recent.push_back(f);
+                if recent.len() > pre_roll {
+                    recent.pop_front();
+                }
+                if hits.iter().flatten().count() >= BARGE_IN_HITS {
+                    let onset = hits.iter().flatten().next().copied().unwrap_or(start);
+                    barged = true;
+                    hits.clear();
+                    if !send(SourceEvent::BargeIn { onset }) {
+                        break;
+                    }
+                    // The endpointer hears the new utterance from before its onset.
+                    for f in recent.drain(..) {
+                        if !feed(&mut ep, &f) {
+                            return (capture.dropped(), capture.xruns());
+                        }
+                    }
+                }
+            }
+            (capture.dropped(), capture.xruns())
+        })
+}
