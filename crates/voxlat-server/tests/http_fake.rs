@@ -360,15 +360,13 @@ async fn a_request_whose_client_left_while_queued_never_runs() {
     assert_eq!(s.produced.load(Ordering::Relaxed), 30);
 }
 
-#[tokio::test]
-async fn an_engine_panic_fails_that_request_only() {
+/// Sends `prompt`, which makes the fake engine give up, and returns the error message the
+/// stream ended with, after checking that the slot serves the next request and counted one
+/// failure.
+async fn fails_that_request_only(prompt: &str) -> String {
     let s = start(1, 1, &["fine"], 1).await;
-    let evs = events(post(&s.base, &body("please PANIC now", json!({"stream": true}))).await).await;
+    let evs = events(post(&s.base, &body(prompt, json!({"stream": true}))).await).await;
     let err: Value = serde_json::from_str(&evs[evs.len() - 2]).unwrap();
-    assert!(
-        err["error"]["message"].as_str().unwrap().contains("panic"),
-        "{err}"
-    );
     let v: Value = post(&s.base, &body("hi", json!({})))
         .await
         .json()
@@ -376,25 +374,22 @@ async fn an_engine_panic_fails_that_request_only() {
         .unwrap();
     assert_eq!(v["choices"][0]["message"]["content"], "fine");
     assert_eq!(health(&s.base).await["failed"], 1);
+    err["error"]["message"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn an_engine_panic_fails_that_request_only() {
+    let msg = fails_that_request_only("please PANIC now").await;
+    assert!(msg.contains("panic"), "{msg}");
 }
 
 #[tokio::test]
 async fn an_engine_failure_fails_that_request_naming_the_step() {
-    let s = start(1, 1, &["fine"], 1).await;
-    let evs = events(post(&s.base, &body("please FAIL now", json!({"stream": true}))).await).await;
-    let err: Value = serde_json::from_str(&evs[evs.len() - 2]).unwrap();
+    let msg = fails_that_request_only("please FAIL now").await;
     assert_eq!(
-        err["error"]["message"].as_str().unwrap(),
-        "generation failed: the scripted step failed: asked to fail",
-        "{err}"
+        msg,
+        "generation failed: the scripted step failed: asked to fail"
     );
-    let v: Value = post(&s.base, &body("hi", json!({})))
-        .await
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(v["choices"][0]["message"]["content"], "fine");
-    assert_eq!(health(&s.base).await["failed"], 1);
 }
 
 #[test]
