@@ -106,7 +106,7 @@ pub enum SourceError {
     #[error("this program has no `{0}` converter registered (the `voxlat` CLI has it)")]
     UnknownConverter(String),
     #[error("conversion failed: {0}")]
-    Convert(String),
+    Convert(Box<dyn std::error::Error + Send + Sync>),
     #[error("cannot {action} {path}: {source}")]
     Io {
         action: &'static str,

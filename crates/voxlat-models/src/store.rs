@@ -63,8 +63,11 @@ pub(crate) struct Stamp {
 }
 
 /// A converter named by the manifest (`convert = "…"`): the unpacked inputs by their path in
-/// the archive, and the file to write.
-pub type ConvertFn = fn(&std::collections::BTreeMap<String, PathBuf>, &Path) -> Result<(), String>;
+/// the archive, and the file to write. Its error is the converter's own, kept whole.
+pub type ConvertFn = fn(
+    &std::collections::BTreeMap<String, PathBuf>,
+    &Path,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>>;
 
 pub struct Store {
     pub(crate) dir: PathBuf,

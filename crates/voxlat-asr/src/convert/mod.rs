@@ -40,6 +40,8 @@ pub enum ConvertError {
     Unsupported(String),
     #[error("converted {got} tensors, but whisper.cpp requires exactly {expected} for this depth")]
     TensorCount { got: usize, expected: usize },
+    #[error("the package has no *{0} for the converter (the manifest's files list names it)")]
+    MissingInput(&'static str),
 }
 
 /// What was written, for logs and checks.
@@ -122,17 +124,16 @@ pub fn convert(
 pub fn convert_inputs(
     inputs: &std::collections::BTreeMap<String, std::path::PathBuf>,
     out: &Path,
-) -> Result<(), String> {
-    let find = |suffix: &str| {
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let find = |suffix: &'static str| {
         inputs
             .iter()
             .find(|(m, _)| m.ends_with(suffix))
             .map(|(_, p)| p.clone())
-            .ok_or_else(|| format!("the converter's inputs have no *{suffix}"))
+            .ok_or(ConvertError::MissingInput(suffix))
     };
-    convert_files(&find("model.bin")?, &find("vocabulary.txt")?, out)
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+    convert_files(&find("model.bin")?, &find("vocabulary.txt")?, out)?;
+    Ok(())
 }
 
 pub fn convert_files(
@@ -383,5 +384,25 @@ mod tests {
         let m = ct2::parse(&img).unwrap();
         assert_eq!(mapping::count_layers(&m, "encoder"), 4);
         assert_eq!(mapping::count_layers(&m, "decoder"), 0);
+    }
+
+    /// The manifest's converter gets the unpacked files by their path in the package; a
+    /// package without the vocabulary is named as such, as the converter's own error, so the
+    /// models crate can keep it whole.
+    #[test]
+    fn inputs_without_a_vocabulary_name_what_is_missing() {
+        let mut inputs = std::collections::BTreeMap::new();
+        inputs.insert(
+            "faster-whisper-tiny.en/model.bin".to_string(),
+            PathBuf::from("/nonexistent/model.bin"),
+        );
+        let err = convert_inputs(&inputs, Path::new("/nonexistent/out.bin")).unwrap_err();
+        let e = err
+            .downcast_ref::<ConvertError>()
+            .expect("the converter's own error");
+        assert!(
+            matches!(e, ConvertError::MissingInput("vocabulary.txt")),
+            "{e}"
+        );
     }
 }
