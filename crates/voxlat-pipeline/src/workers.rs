@@ -75,6 +75,12 @@ impl AsrWorker {
                     }
                 };
                 for job in rx {
+                    // A speculative transcription whose turn is already gone (the user
+                    // resumed, or a newer provisional end replaced it) would only take the
+                    // cores from the one that is wanted.
+                    if job.reply.is_closed() {
+                        continue;
+                    }
                     let started = clock::now();
                     let transcript = engine.transcribe(&job.audio);
                     let _ = job.reply.send(AsrResult {
@@ -250,5 +256,37 @@ impl Drop for TtsWorker {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake::FakeAsr;
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+
+    #[test]
+    fn a_queued_transcription_nobody_awaits_is_skipped() {
+        let fake = FakeAsr::new(&["first", "third"], Duration::from_millis(200));
+        let calls = fake.calls.clone();
+        let worker = AsrWorker::spawn(move || Ok::<_, std::convert::Infallible>(fake))
+            .expect("the worker starts");
+        let audio = vec![0.1f32; 1600];
+        let first = worker.submit(audio.clone());
+        // Queued behind the first, and given up before the worker reaches it.
+        drop(worker.submit(audio.clone()));
+        let third = worker.submit(audio);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let (a, c) = rt.block_on(async { (first.await, third.await) });
+        assert_eq!(a.expect("first").transcript.expect("text").text, "first");
+        assert_eq!(c.expect("third").transcript.expect("text").text, "third");
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            2,
+            "the abandoned job never ran"
+        );
     }
 }
