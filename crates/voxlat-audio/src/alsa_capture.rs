@@ -10,11 +10,10 @@
 //! took twice as long live as in replay. This loop reads whatever whole periods are there and
 //! otherwise sleeps until the missing frames can have arrived; it never busy-waits.
 
-use crate::capture::{push_input, Flags, InStamp};
+use crate::capture::{Flags, InStamp, RingWriter};
 use alsa::pcm::{Access, HwParams, IoFormat, PCM};
 use alsa::{Direction, ValueOr};
 use cpal::FromSample;
-use ringbuf::HeapProd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -39,24 +38,20 @@ struct Reader {
     rate: u32,
     channels: u16,
     period: u32,
-    prod: HeapProd<f32>,
-    stamps: HeapProd<InStamp>,
-    flags: Arc<Flags>,
+    writer: RingWriter,
     stop: Arc<AtomicBool>,
 }
 
 impl AlsaCapture {
     /// Opens the ALSA PCM `name` (e.g. `default`, `pulse`, `hw:CARD=USB,DEV=0`) at about `rate`
-    /// and `channels`, `period` frames per read, and starts reading into `prod`. The stamps are
-    /// on the process clock.
+    /// and `channels`, `period` frames per read, and starts reading into `writer`. The stamps
+    /// are on the process clock.
     pub(crate) fn start(
         name: &str,
         rate: u32,
         channels: u16,
         period: u32,
-        prod: HeapProd<f32>,
-        stamps: HeapProd<InStamp>,
-        flags: Arc<Flags>,
+        writer: RingWriter,
     ) -> Result<AlsaCapture, alsa::Error> {
         let pcm = PCM::new(name, Direction::Capture, true)?;
         let (rate, channels, period, float) = {
@@ -84,9 +79,7 @@ impl AlsaCapture {
             rate,
             channels,
             period,
-            prod,
-            stamps,
-            flags,
+            writer,
             stop: stop.clone(),
         };
         let thread = std::thread::Builder::new()
@@ -126,12 +119,13 @@ impl Reader {
         S: IoFormat + cpal::Sample,
         f32: FromSample<S>,
     {
-        let flags = &*self.flags;
+        // The writer is borrowed mutably below; the flags are shared.
+        let flags = Arc::clone(&self.writer.flags);
         flags
             .raised
             .store(crate::priority::raise_current_thread(), Ordering::Relaxed);
         let Ok(io) = self.pcm.io_checked::<S>() else {
-            fail(flags);
+            fail(&flags);
             return;
         };
         let frame_ns = 1e9 / f64::from(self.rate);
@@ -143,7 +137,7 @@ impl Reader {
         while !self.stop.load(Ordering::Acquire) {
             let (avail, delay) = match self.pcm.avail_delay() {
                 Ok(ad) => ad,
-                Err(e) if recover(&self.pcm, &e, flags) => continue,
+                Err(e) if recover(&self.pcm, &e, &flags) => continue,
                 Err(_) => return,
             };
             if avail < period {
@@ -157,21 +151,14 @@ impl Reader {
             let n = match io.readi(&mut buf) {
                 Ok(0) => continue,
                 Ok(n) => n,
-                Err(e) if recover(&self.pcm, &e, flags) => continue,
+                Err(e) if recover(&self.pcm, &e, &flags) => continue,
                 Err(_) => return,
             };
             let stamp = InStamp {
                 index: pushed,
                 at_ns: first_ns.max(0.0) as u64,
             };
-            pushed += push_input(
-                &buf[..n * ch],
-                ch,
-                stamp,
-                &mut self.prod,
-                &mut self.stamps,
-                flags,
-            );
+            pushed += self.writer.push(&buf[..n * ch], ch, stamp);
         }
     }
 }

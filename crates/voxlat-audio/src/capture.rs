@@ -112,11 +112,11 @@ struct Opened {
     clock: StreamClock,
 }
 
-/// The writing ends of a capture's rings, for a device at `rate`.
+/// A capture's rings for a device at `rate`: the writing side for whatever delivers the
+/// samples, the reading ends for the capture.
 struct Rings {
-    prod: HeapProd<f32>,
+    writer: RingWriter,
     samples: HeapCons<f32>,
-    stamp_prod: HeapProd<InStamp>,
     stamps: HeapCons<InStamp>,
     flags: Arc<Flags>,
 }
@@ -125,14 +125,26 @@ impl Rings {
     fn new(rate: u32) -> Rings {
         let (prod, samples) = HeapRb::<f32>::new(rate as usize * RING_SECONDS).split();
         let (stamp_prod, stamps) = HeapRb::<InStamp>::new(STAMPS).split();
+        let flags = Arc::new(Flags::default());
         Rings {
-            prod,
+            writer: RingWriter {
+                samples: prod,
+                stamps: stamp_prod,
+                flags: flags.clone(),
+            },
             samples,
-            stamp_prod,
             stamps,
-            flags: Arc::new(Flags::default()),
+            flags,
         }
     }
+}
+
+/// The writing side of a capture's rings, owned by what delivers the samples (cpal's callback
+/// or the ALSA thread).
+pub(crate) struct RingWriter {
+    samples: HeapProd<f32>,
+    stamps: HeapProd<InStamp>,
+    pub flags: Arc<Flags>,
 }
 
 impl Capture {
@@ -280,9 +292,7 @@ fn open_alsa(pcm: &str, config: &cpal::StreamConfig, period: Option<u32>) -> Opt
         config.sample_rate,
         config.channels,
         period,
-        r.prod,
-        r.stamp_prod,
-        r.flags.clone(),
+        r.writer,
     )
     .ok()?;
     Some(Opened {
@@ -312,16 +322,16 @@ fn open_cpal(
     config: &cpal::StreamConfig,
 ) -> Result<Opened, String> {
     let r = Rings::new(config.sample_rate);
-    let (prod, stamp_prod, f) = (r.prod, r.stamp_prod, r.flags.clone());
+    let w = r.writer;
     use cpal::SampleFormat as F;
     let stream = match supported.sample_format() {
-        F::F32 => build::<f32>(device, config, prod, stamp_prod, f),
-        F::I16 => build::<i16>(device, config, prod, stamp_prod, f),
-        F::I32 => build::<i32>(device, config, prod, stamp_prod, f),
-        F::U16 => build::<u16>(device, config, prod, stamp_prod, f),
-        F::U8 => build::<u8>(device, config, prod, stamp_prod, f),
-        F::I8 => build::<i8>(device, config, prod, stamp_prod, f),
-        F::F64 => build::<f64>(device, config, prod, stamp_prod, f),
+        F::F32 => build::<f32>(device, config, w),
+        F::I16 => build::<i16>(device, config, w),
+        F::I32 => build::<i32>(device, config, w),
+        F::U16 => build::<u16>(device, config, w),
+        F::U8 => build::<u8>(device, config, w),
+        F::I8 => build::<i8>(device, config, w),
+        F::F64 => build::<f64>(device, config, w),
         other => return Err(format!("sample format {other} is not supported")),
     }
     .map_err(|e| e.to_string())?;
@@ -341,9 +351,7 @@ fn open_cpal(
 fn build<T>(
     device: &cpal::Device,
     config: &cpal::StreamConfig,
-    mut prod: HeapProd<f32>,
-    mut stamps: HeapProd<InStamp>,
-    flags: Arc<Flags>,
+    mut w: RingWriter,
 ) -> Result<cpal::Stream, cpal::Error>
 where
     T: SizedSample,
@@ -351,14 +359,14 @@ where
 {
     let ch = usize::from(config.channels.max(1));
     let mut pushed: u64 = 0;
-    let on_error = flags.clone();
+    let on_error = w.flags.clone();
     let mut raised = false;
     device.build_input_stream::<T, _, _>(
         *config,
         move |data: &[T], info: &cpal::InputCallbackInfo| {
             if !raised {
                 raised = true;
-                flags
+                w.flags
                     .raised
                     .store(crate::priority::raise_current_thread(), Ordering::Relaxed);
             }
@@ -367,45 +375,40 @@ where
                 index: pushed,
                 at_ns,
             };
-            pushed += push_input(data, ch, stamp, &mut prod, &mut stamps, &flags);
+            pushed += w.push(data, ch, stamp);
         },
         move |e| on_error.on_error(&e),
         None,
     )
 }
 
-/// One device buffer of `ch`-channel frames into the ring, downmixed, with its stamp; returns
-/// the samples pushed. Real-time path: no allocation, no lock, no logging; a full ring drops
-/// samples and counts them.
-pub(crate) fn push_input<T>(
-    data: &[T],
-    ch: usize,
-    stamp: InStamp,
-    prod: &mut HeapProd<f32>,
-    stamps: &mut HeapProd<InStamp>,
-    flags: &Flags,
-) -> u64
-where
-    T: cpal::Sample,
-    f32: FromSample<T>,
-{
-    let scale = 1.0 / ch.max(1) as f32;
-    let _ = stamps.try_push(stamp);
-    let (mut pushed, mut lost) = (0u64, 0u64);
-    for f in data.chunks_exact(ch.max(1)) {
-        let mut sum = 0.0f32;
-        for &s in f {
-            sum += s.to_sample::<f32>();
+impl RingWriter {
+    /// One device buffer of `ch`-channel frames into the ring, downmixed, with its stamp;
+    /// returns the samples pushed. Real-time path: no allocation, no lock, no logging; a full
+    /// ring drops samples and counts them.
+    pub(crate) fn push<T>(&mut self, data: &[T], ch: usize, stamp: InStamp) -> u64
+    where
+        T: cpal::Sample,
+        f32: FromSample<T>,
+    {
+        let scale = 1.0 / ch.max(1) as f32;
+        let _ = self.stamps.try_push(stamp);
+        let (mut pushed, mut lost) = (0u64, 0u64);
+        for f in data.chunks_exact(ch.max(1)) {
+            let mut sum = 0.0f32;
+            for &s in f {
+                sum += s.to_sample::<f32>();
+            }
+            if self.samples.try_push(sum * scale).is_ok() {
+                pushed += 1;
+            } else {
+                lost += 1;
+            }
         }
-        if prod.try_push(sum * scale).is_ok() {
-            pushed += 1;
-        } else {
-            lost += 1;
+        if lost > 0 {
+            self.flags.dropped.fetch_add(lost, Ordering::Relaxed);
         }
+        self.flags.started.store(true, Ordering::Release);
+        pushed
     }
-    if lost > 0 {
-        flags.dropped.fetch_add(lost, Ordering::Relaxed);
-    }
-    flags.started.store(true, Ordering::Release);
-    pushed
 }
