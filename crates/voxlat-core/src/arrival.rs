@@ -1,0 +1,326 @@
+//! When bytes reached this host, not when a task got round to reading them.
+//!
+//! A stamp taken after a read returns is late by however long the reading task waited for a
+//! CPU: with 64 streams on one worker thread, the last of 64 first tokens that arrive together
+//! is stamped a millisecond after it arrived. The kernel stamps every received packet as it
+//! takes it in (`SO_TIMESTAMPNS`) and hands the stamp of the newest packet a read consumed
+//! beside the bytes. [`ArrivalStream`] reads that way and keeps the stamp, mapped onto the
+//! process clock, for whoever consumes the bytes.
+//!
+//! The kernel's stamp is on the real-time clock, which the process clock never uses (it
+//! jumps). Only its *age* is used: the real-time clock's now minus the stamp, taken from the
+//! process clock's now read beside it. A jump between the packet's arrival and the read would
+//! corrupt that age, so an age that is negative or implausibly large falls back to the read
+//! time, as does every read on a system without the option.
+
+use crate::clock::{self, Nanos};
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+
+/// A kernel stamp older than this is not believed: no read waits that long behind a packet
+/// that is already queued, so the real-time clock must have jumped.
+const MAX_AGE_NS: i128 = 10_000_000_000;
+
+/// The arrival time of the newest bytes read from a stream, shared between the reader and
+/// whoever consumes what it read (an HTTP stack may read on the consumer's behalf).
+#[derive(Debug, Default)]
+pub struct LastArrival(AtomicU64);
+
+impl LastArrival {
+    /// When the bytes of the latest read arrived; `None` before the first read.
+    pub fn get(&self) -> Option<Nanos> {
+        match self.0.load(Ordering::Acquire) {
+            0 => None,
+            t => Some(Nanos(t - 1)),
+        }
+    }
+
+    fn set(&self, t: Nanos) {
+        self.0.store(t.0.saturating_add(1), Ordering::Release);
+    }
+}
+
+/// A TCP stream whose reads note when their bytes arrived ([`ArrivalStream::arrivals`]).
+/// Writes pass straight through.
+#[derive(Debug)]
+pub struct ArrivalStream {
+    inner: TcpStream,
+    last: Arc<LastArrival>,
+    kernel: bool,
+}
+
+impl ArrivalStream {
+    /// Wraps `inner`, asking the kernel for receive stamps. Where it will not give them, reads
+    /// are stamped when they return (see [`ArrivalStream::kernel_stamps`]).
+    pub fn new(inner: TcpStream) -> ArrivalStream {
+        let kernel = sys::enable(&inner).is_ok();
+        ArrivalStream {
+            inner,
+            last: Arc::default(),
+            kernel,
+        }
+    }
+
+    /// The arrival time of the newest read, shared.
+    pub fn arrivals(&self) -> Arc<LastArrival> {
+        self.last.clone()
+    }
+
+    /// Whether reads carry the kernel's receive stamp (false: the time the read returned).
+    pub fn kernel_stamps(&self) -> bool {
+        self.kernel
+    }
+
+    pub fn get_ref(&self) -> &TcpStream {
+        &self.inner
+    }
+}
+
+/// The process-clock time of a kernel real-time stamp `ts_ns`, from the clocks' nows.
+fn from_realtime(ts_ns: i128, realtime_now_ns: i128, now: Nanos) -> Nanos {
+    let age = realtime_now_ns - ts_ns;
+    if !(0..MAX_AGE_NS).contains(&age) {
+        return now;
+    }
+    Nanos(now.0.saturating_sub(age as u64))
+}
+
+impl AsyncRead for ArrivalStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if !this.kernel {
+            let before = buf.filled().len();
+            let r = Pin::new(&mut this.inner).poll_read(cx, buf);
+            if matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+                this.last.set(clock::now());
+            }
+            return r;
+        }
+        loop {
+            match this.inner.poll_read_ready(cx) {
+                Poll::Ready(Ok(())) => {}
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+            // SAFETY: recvmsg only writes into the unfilled part, and exactly `n` bytes of it
+            // are marked initialised below.
+            let unfilled = unsafe { buf.unfilled_mut() };
+            let read = this.inner.try_io(tokio::io::Interest::READABLE, || {
+                sys::recv(&this.inner, unfilled)
+            });
+            match read {
+                Ok((n, stamp)) => {
+                    // SAFETY: the kernel wrote n bytes.
+                    unsafe { buf.assume_init(n) };
+                    buf.advance(n);
+                    if n > 0 {
+                        let now = clock::now();
+                        let t = match stamp {
+                            Some(ts) => from_realtime(ts, sys::realtime_now(), now),
+                            None => now,
+                        };
+                        this.last.set(t);
+                    }
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+}
+
+impl AsyncWrite for ArrivalStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod sys {
+    use std::io;
+    use std::mem::MaybeUninit;
+    use std::os::fd::AsRawFd;
+    use tokio::net::TcpStream;
+
+    pub fn enable(s: &TcpStream) -> io::Result<()> {
+        let on: libc::c_int = 1;
+        // SAFETY: a plain setsockopt on a socket we own, with an int option value.
+        let r = unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_TIMESTAMPNS,
+                (&on as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    pub fn realtime_now() -> i128 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes the timespec we own.
+        unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+        ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128
+    }
+
+    /// One non-blocking `recvmsg`: the bytes, and the kernel's real-time receive stamp (ns) of
+    /// the newest packet they came from, when it gave one.
+    pub fn recv(s: &TcpStream, buf: &mut [MaybeUninit<u8>]) -> io::Result<(usize, Option<i128>)> {
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
+        // u64s, so the control buffer is aligned for cmsghdr.
+        let mut control = [0u64; 8];
+        // SAFETY: msghdr is plain data; zeroed is a valid empty header.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&control) as _;
+        // SAFETY: every pointer in msg points into buffers that outlive the call.
+        let n = unsafe { libc::recvmsg(s.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut stamp = None;
+        // SAFETY: the CMSG_* macros walk the control buffer the kernel filled, bounded by
+        // msg_controllen; the timespec is read unaligned from the message's data.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(&msg);
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                    let ts: libc::timespec =
+                        std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::timespec>());
+                    stamp = Some(ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128);
+                }
+                c = libc::CMSG_NXTHDR(&msg, c);
+            }
+        }
+        Ok((n as usize, stamp))
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod sys {
+    use std::io;
+    use std::mem::MaybeUninit;
+    use tokio::net::TcpStream;
+
+    pub fn enable(_: &TcpStream) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "receive stamps are read on Linux only",
+        ))
+    }
+
+    pub fn realtime_now() -> i128 {
+        0
+    }
+
+    pub fn recv(_: &TcpStream, _: &mut [MaybeUninit<u8>]) -> io::Result<(usize, Option<i128>)> {
+        Err(io::Error::new(io::ErrorKind::Unsupported, "not reached"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[test]
+    fn an_age_is_taken_back_from_now_and_an_implausible_one_is_not_believed() {
+        let now = Nanos(5_000_000_000);
+        assert_eq!(from_realtime(900, 1_000, now), Nanos(5_000_000_000 - 100));
+        // A stamp from the future (the real-time clock stepped back).
+        assert_eq!(from_realtime(1_100, 1_000, now), now);
+        // A stamp older than any queued packet could be (it stepped forward).
+        assert_eq!(from_realtime(0, MAX_AGE_NS + 1, now), now);
+        // An age beyond the process clock's start cannot go below zero.
+        assert_eq!(from_realtime(0, 9_000_000_000, now), Nanos(0));
+    }
+
+    /// Bytes that wait in the socket are stamped when they arrived, not when they were read:
+    /// the writer's own clock before its write is the ground truth.
+    #[test]
+    fn bytes_read_late_carry_the_time_they_arrived() {
+        clock::init();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let (client, accepted) = tokio::join!(TcpStream::connect(addr), listener.accept());
+            let mut reader = ArrivalStream::new(client.unwrap());
+            if !reader.kernel_stamps() {
+                eprintln!("no kernel receive stamps here: nothing to check");
+                return;
+            }
+            let mut writer = accepted.unwrap().0;
+            let mut buf = [0u8; 64];
+            // The kernel turns packet stamping on a moment after the first socket asks (a
+            // deferred switch), so the first bytes may come unstamped.
+            writer.write_all(b"hello").await.unwrap();
+            reader.read_exact(&mut buf[..5]).await.unwrap();
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            let written = clock::now();
+            writer.write_all(b"first token").await.unwrap();
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            let n = reader.read(&mut buf).await.unwrap();
+            let read = clock::now();
+            assert_eq!(&buf[..n], b"first token");
+            let arrived = reader.arrivals().get().expect("a stamp");
+            assert!(arrived >= written, "{arrived:?} before the write {written:?}");
+            assert!(
+                arrived.signed_since(written) < 150_000_000,
+                "stamped {} ms after the write: the read time (read {} ms after it), not the arrival",
+                arrived.signed_since(written) / 1_000_000,
+                read.signed_since(written) / 1_000_000
+            );
+        });
+    }
+}
