@@ -6,12 +6,14 @@
 
 use crate::chunk::{self, Payload};
 use crate::config::Endpoint;
-use crate::connection::{self, ConnProbe, TimedConnectLayer, TimedResolver};
+use crate::connection::{ConnProbe, TimedConnectLayer, TimedResolver};
+use crate::direct::{direct_target, DirectPool};
 use crate::error::{truncate_body, LlmError};
-use crate::http_error::{self, chain, closed_before_response, header_str};
+use crate::http_error::{self, chain};
 use crate::record::{DeltaStamp, Retry, StreamOutcome};
 use crate::sse::{SseEvent, SseParser, MAX_EVENT_BYTES};
 use crate::think::ThinkSplitter;
+use crate::transport::{Outgoing, SendFailure, Transport};
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -121,17 +123,12 @@ pub struct TextDelta<'a> {
 
 #[derive(Clone)]
 pub struct LlmClient {
+    /// For the model list, which is not measured.
     http: reqwest::Client,
-    /// Keeps no idle connections, so a request sent on it always opens a new one: the retry
-    /// of a request whose pooled connection turned out to be dead.
-    fresh_http: reqwest::Client,
+    /// What carries the chat streams.
+    transport: Arc<Transport>,
     endpoint: Arc<Endpoint>,
     opts: ClientOptions,
-}
-
-enum SendError {
-    Timeout,
-    Http(reqwest::Error),
 }
 
 /// How long to keep reading after `[DONE]` for the body's real end, so the connection can
@@ -142,10 +139,19 @@ impl LlmClient {
     pub fn new(endpoint: Endpoint, opts: ClientOptions) -> Result<LlmClient, LlmError> {
         let tls = endpoint.base_url.value.starts_with("https://");
         let http = build_http(&opts, tls, opts.fresh_connections)?;
-        let fresh_http = build_http(&opts, tls, true)?;
+        let chat_url = endpoint.url("chat/completions");
+        let transport = match direct_target(&chat_url, opts.http2) {
+            Some((host, port)) => {
+                Transport::Direct(Arc::new(DirectPool::new(host, port, opts.connect_timeout)))
+            }
+            None => Transport::Full {
+                http: http.clone(),
+                fresh_http: build_http(&opts, tls, true)?,
+            },
+        };
         Ok(LlmClient {
             http,
-            fresh_http,
+            transport: Arc::new(transport),
             endpoint: Arc::new(endpoint),
             opts,
         })
@@ -190,74 +196,72 @@ impl LlmClient {
         F: FnMut(TextDelta<'_>),
     {
         let url = self.endpoint.url("chat/completions");
-        let body = bytes::Bytes::from(req.body().to_string());
-        let request = |http: &reqwest::Client| {
-            let mut rb = http
-                .post(&url)
-                .header("X-Request-Id", tl.id().as_str())
-                // The same request as a W3C trace, so a server that traces (vLLM does) puts its
-                // spans in the turn's trace, under the client's llm_request span.
-                .header("traceparent", voxlat_core::trace::traceparent(tl.id()))
-                .header(reqwest::header::ACCEPT, "text/event-stream")
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(reqwest::Body::wrap(connection::StampedBody::new(
-                    body.clone(),
-                    probe.clone(),
-                )));
-            if let Some(k) = self.endpoint.key() {
-                rb = rb.bearer_auth(k.expose());
-            }
-            rb
+        let outgoing = Outgoing {
+            url: &url,
+            body: bytes::Bytes::from(req.body().to_string()),
+            request_id: tl.id().as_str(),
+            // The same request as a W3C trace, so a server that traces (vLLM does) puts its
+            // spans in the turn's trace, under the client's llm_request span.
+            traceparent: voxlat_core::trace::traceparent(tl.id()),
         };
+        let closed = |detail: String, retried: bool| LlmError::ConnectionClosed {
+            url: url.clone(),
+            detail: http_error::scrub(&self.endpoint, &detail),
+            retried,
+        };
+        let t = &*self.transport;
         tl.mark(EventKind::LlmSent);
-        let resp = match self.send(request(&self.http), probe).await {
+        let (head, mut exchange) = match t
+            .send(&self.endpoint, &outgoing, probe, false, &self.opts)
+            .await
+        {
             Ok(r) => r,
             // A pooled connection the server had already given up on: nothing was answered,
             // so sending again cannot duplicate anything. Once, on a new connection, and the
             // request's clocks restart there, so the dead attempt is not counted as TTFT.
-            Err(SendError::Http(e))
-                if !probe.phases().new_connection && closed_before_response(&e) =>
-            {
+            Err(SendFailure::Closed(detail)) if !probe.phases().new_connection => {
                 probe.reset();
                 out.retry = Some(Retry {
                     sent: clock::now(),
-                    first_error: http_error::scrub(&self.endpoint, &chain(&e)),
+                    first_error: http_error::scrub(&self.endpoint, &detail),
                 });
-                match self.send(request(&self.fresh_http), probe).await {
+                match t
+                    .send(&self.endpoint, &outgoing, probe, true, &self.opts)
+                    .await
+                {
                     Ok(r) => r,
-                    Err(SendError::Http(e)) if closed_before_response(&e) => {
-                        return Err(LlmError::ConnectionClosed {
-                            url,
-                            detail: http_error::scrub(&self.endpoint, &chain(&e)),
-                            retried: true,
-                        })
-                    }
-                    Err(e) => return Err(self.send_error(e, &url)),
+                    Err(SendFailure::Closed(detail)) => return Err(closed(detail, true)),
+                    Err(e) => return Err(self.send_error(e)),
                 }
             }
-            Err(SendError::Http(e)) if closed_before_response(&e) => {
-                return Err(LlmError::ConnectionClosed {
-                    url,
-                    detail: http_error::scrub(&self.endpoint, &chain(&e)),
-                    retried: false,
-                })
-            }
-            Err(e) => return Err(self.send_error(e, &url)),
+            Err(SendFailure::Closed(detail)) => return Err(closed(detail, false)),
+            Err(e) => return Err(self.send_error(e)),
         };
         tl.mark(EventKind::LlmHeaders);
-        out.status = Some(resp.status().as_u16());
-        out.http_version = Some(format!("{:?}", resp.version()));
-        out.server_request_id = header_str(&resp, "x-request-id");
+        out.status = Some(head.status);
+        out.http_version = Some(head.version.clone());
+        out.server_request_id = head.request_id.clone();
 
-        if !resp.status().is_success() {
-            return Err(self.status_error(resp, &url).await);
+        if !(200..300).contains(&head.status) {
+            let body = exchange
+                .display_text(&self.endpoint, self.opts.idle_timeout)
+                .await;
+            return Err(http_error::status_error_from(
+                &self.endpoint,
+                head.status,
+                head.retry_after,
+                body,
+                &url,
+            ));
         }
-        let content_type = header_str(&resp, "content-type").unwrap_or_default();
+        let content_type = head.content_type.unwrap_or_default();
         if !content_type
             .to_ascii_lowercase()
             .starts_with("text/event-stream")
         {
-            let body = http_error::read_body(&self.endpoint, resp, self.opts.idle_timeout).await;
+            let body = exchange
+                .display_text(&self.endpoint, self.opts.idle_timeout)
+                .await;
             return Err(LlmError::NotSse {
                 url,
                 content_type,
@@ -265,7 +269,6 @@ impl LlmClient {
             });
         }
 
-        let mut stream = resp.bytes_stream();
         let mut parser = SseParser::new();
         let mut events: Vec<SseEvent> = Vec::new();
         let mut think = ThinkSplitter::new();
@@ -283,19 +286,17 @@ impl LlmClient {
             }
             let next = tokio::select! {
                 biased;
-                n = stream.next() => Ok(n),
+                n = exchange.next() => Ok(n),
                 () = &mut idle => Err(()),
             };
-            let t = clock::now();
             if next.is_err() {
+                let t = clock::now();
                 let quiet = Duration::from_nanos(t.0.saturating_sub(last_read.0));
                 if quiet < wait {
                     idle.as_mut()
                         .reset(tokio::time::Instant::now() + (wait - quiet));
                     continue;
                 }
-            } else {
-                last_read = t;
             }
             match next {
                 Err(_) if out.done_marker => break,
@@ -309,10 +310,11 @@ impl LlmClient {
                 Ok(None) => break,
                 Ok(Some(Err(e))) => {
                     return Err(LlmError::Disconnected {
-                        detail: http_error::scrub(&self.endpoint, &chain(&e)),
+                        detail: http_error::scrub(&self.endpoint, &e),
                     })
                 }
-                Ok(Some(Ok(bytes))) => {
+                Ok(Some(Ok((bytes, t)))) => {
+                    last_read = t;
                     parser.feed(&bytes, &mut events);
                     for ev in events.drain(..) {
                         handle_event(ev, t, tl, out, &mut think, on_delta)?;
@@ -329,6 +331,7 @@ impl LlmClient {
                 }
             }
         }
+        exchange.finish();
         let t = clock::now();
         parser.finish(&mut events);
         for ev in events.drain(..) {
@@ -342,31 +345,16 @@ impl LlmClient {
         Ok(())
     }
 
-    /// Sends and waits for the headers, with `probe` receiving the connection phases. The
-    /// probe's task-local scope covers only this part: connections are made here, and a scope
-    /// around the whole stream cost a swap on every poll of every read.
-    async fn send(
-        &self,
-        rb: reqwest::RequestBuilder,
-        probe: &Arc<ConnProbe>,
-    ) -> Result<reqwest::Response, SendError> {
-        let send = tokio::time::timeout(self.opts.headers_timeout, rb.send());
-        match connection::with_probe(probe.clone(), send).await {
-            Err(_) => Err(SendError::Timeout),
-            Ok(Err(e)) => Err(SendError::Http(e)),
-            Ok(Ok(r)) => Ok(r),
-        }
-    }
-
-    fn send_error(&self, e: SendError, url: &str) -> LlmError {
+    fn send_error(&self, e: SendFailure) -> LlmError {
         match e {
-            SendError::Timeout => LlmError::Timeout {
+            SendFailure::Timeout => LlmError::Timeout {
                 phase: "waiting for response headers",
                 after: self.opts.headers_timeout,
                 flag: "--headers-timeout",
             },
-            SendError::Http(e) => {
-                http_error::classify(&self.endpoint, &e, url, self.opts.connect_timeout)
+            SendFailure::Failed(e) => e,
+            SendFailure::Closed(detail) => {
+                LlmError::Other(http_error::scrub(&self.endpoint, &detail))
             }
         }
     }

@@ -54,6 +54,23 @@ impl ConnProbe {
         self.update(|c| *c = ConnPhases::default());
     }
 
+    /// The DNS lookup of a new connection took `d`.
+    pub fn record_dns(&self, d: std::time::Duration) {
+        let ns = d.as_nanos() as u64;
+        self.update(|c| c.dns_ns = Some(ns));
+    }
+
+    /// A new connection is usable at `ready`, `d` after its attempt began (DNS excluded).
+    pub fn record_connect(&self, d: std::time::Duration, ready: Nanos, tls: bool) {
+        let ns = d.as_nanos() as u64;
+        self.update(|c| {
+            c.ready_at = Some(ready);
+            c.new_connection = true;
+            c.tls = tls;
+            c.connect_ns = Some(ns);
+        });
+    }
+
     fn update(&self, f: impl FnOnce(&mut ConnPhases)) {
         if let Ok(mut g) = self.inner.lock() {
             f(&mut g);
@@ -90,9 +107,8 @@ impl Resolve for TimedResolver {
             let host = name.as_str().to_string();
             let start = Instant::now();
             let result = tokio::net::lookup_host((host.clone(), 0)).await;
-            let ns = start.elapsed().as_nanos() as u64;
             if let Some(p) = probe {
-                p.update(|c| c.dns_ns = Some(ns));
+                p.record_dns(start.elapsed());
             }
             match result {
                 Ok(addrs) => {
@@ -147,15 +163,11 @@ where
         Box::pin(async move {
             let start = Instant::now();
             let out = fut.await;
-            let total = start.elapsed().as_nanos() as u64;
+            let total = start.elapsed();
             let ready = voxlat_core::clock::now();
             if let Some(p) = probe {
-                p.update(|c| {
-                    c.ready_at = Some(ready);
-                    c.new_connection = true;
-                    c.tls = tls;
-                    c.connect_ns = Some(total.saturating_sub(c.dns_ns.unwrap_or(0)));
-                });
+                let dns = std::time::Duration::from_nanos(p.phases().dns_ns.unwrap_or(0));
+                p.record_connect(total.saturating_sub(dns), ready, tls);
             }
             out
         })

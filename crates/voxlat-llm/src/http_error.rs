@@ -19,6 +19,18 @@ pub async fn status_error(
     let status = resp.status().as_u16();
     let retry_after = header_str(&resp, "retry-after");
     let body = read_body(endpoint, resp, idle_timeout).await;
+    status_error_from(endpoint, status, retry_after, body, url)
+}
+
+/// [`status_error`] for a response already read: its status, `Retry-After` and the start of
+/// its body (scrubbed and truncated).
+pub fn status_error_from(
+    endpoint: &Endpoint,
+    status: u16,
+    retry_after: Option<String>,
+    body: String,
+    url: &str,
+) -> LlmError {
     match status {
         401 | 403 => LlmError::Unauthorized {
             status,
@@ -153,6 +165,12 @@ pub fn closed_before_response(e: &reqwest::Error) -> bool {
     if e.is_timeout() || e.is_connect() || e.is_status() {
         return false;
     }
+    closed_in_chain(e)
+}
+
+/// Whether `e` or an error below it says the connection closed, was reset or broke: hyper's
+/// incomplete message or cancelled dispatch, or such an I/O error.
+pub fn closed_in_chain(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut closed = false;
     visit_sources(e, &mut |err| {
         if let Some(h) = err.downcast_ref::<hyper::Error>() {

@@ -8,11 +8,13 @@ pub mod chunk;
 pub mod client;
 pub mod config;
 pub mod connection;
+pub mod direct;
 pub mod error;
 pub mod http_error;
 pub mod record;
 pub mod sse;
 pub mod think;
+pub mod transport;
 
 pub use client::{ChatRequest, ClientOptions, LlmClient, Message};
 pub use config::{ApiKey, Endpoint};

@@ -30,6 +30,7 @@ async fn a_keep_alive_limit_loses_no_request_and_the_retries_are_counted() {
         Retire {
             after_requests: Some(2),
             idle: None,
+            close_after: None,
         },
         tokens(),
         String::new(),
@@ -64,6 +65,7 @@ async fn an_idle_timeout_is_retried_on_a_new_connection() {
         Retire {
             after_requests: None,
             idle: Some(Duration::from_millis(50)),
+            close_after: None,
         },
         tokens(),
         String::new(),
@@ -83,12 +85,48 @@ async fn an_idle_timeout_is_retried_on_a_new_connection() {
     assert_eq!(server.connections(), 2);
 }
 
+/// A server that closes each connection after its answer (as an idle timeout does): the
+/// close has reached the client before the next request, so the pool sees it and the request
+/// goes out on a new connection at once, with nothing lost and nothing to retry.
+#[tokio::test]
+async fn a_connection_closed_while_idle_is_not_reused() {
+    let server = KeepAliveServer::start(
+        Retire {
+            after_requests: None,
+            idle: None,
+            close_after: Some(1),
+        },
+        tokens(),
+        String::new(),
+    )
+    .await;
+    let c = client(&server.base_url());
+    for i in 0..4 {
+        let (_, out, err) = one(&c).await;
+        assert!(err.is_none(), "request {i}: {err:?}");
+        assert_eq!(out.text, "Hello.");
+        assert!(
+            out.retry.is_none(),
+            "request {i} went out on the closed connection"
+        );
+        assert!(
+            out.connection.new_connection,
+            "request {i} reused a closed connection"
+        );
+        // Time for the server's close to arrive.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!((server.dropped(), server.answered()), (0, 4));
+    assert_eq!(server.connections(), 4);
+}
+
 #[tokio::test]
 async fn a_close_on_a_new_connection_is_its_own_class_with_a_hint() {
     let server = KeepAliveServer::start(
         Retire {
             after_requests: Some(0),
             idle: None,
+            close_after: None,
         },
         tokens(),
         String::new(),

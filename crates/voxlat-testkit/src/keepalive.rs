@@ -20,6 +20,10 @@ pub struct Retire {
     pub after_requests: Option<usize>,
     /// Close on a request that arrives after the connection was idle this long.
     pub idle: Option<Duration>,
+    /// Close the connection 20 ms after answering this many requests on it, without a
+    /// `Connection: close`: the close reaches the client while the connection sits idle in
+    /// its pool, not with the answer.
+    pub close_after: Option<usize>,
 }
 
 #[derive(Debug, Default)]
@@ -162,6 +166,10 @@ async fn serve(
         served += 1;
         counts.answered.fetch_add(1, Ordering::Relaxed);
         last = Instant::now();
+        if retire.close_after.is_some_and(|n| served >= n) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            return Ok(());
+        }
     }
     Ok(())
 }

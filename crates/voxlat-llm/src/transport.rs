@@ -1,0 +1,296 @@
+//! Which HTTP stack carries a chat stream, behind one shape: the response head, then the
+//! body's pieces, each with the arrival time of the read that delivered it.
+//!
+//! Plain HTTP/1.1 without a proxy goes [direct](crate::direct) (kernel arrival stamps, one task
+//! per request); https, HTTP/2 and proxied URLs go through reqwest, whose pieces are stamped
+//! when the request's task receives them.
+
+use crate::config::Endpoint;
+use crate::connection::{self, ConnProbe, StampedBody};
+use crate::direct::{ConnectError, DirectConn, DirectPool};
+use crate::error::LlmError;
+use crate::http_error::{self, chain, closed_before_response, header_str};
+use bytes::Bytes;
+use futures_util::stream::BoxStream;
+use futures_util::StreamExt;
+use std::sync::Arc;
+use std::time::Duration;
+use voxlat_core::{clock, Nanos};
+
+/// What a chat request carries, whichever stack sends it.
+pub struct Outgoing<'a> {
+    pub url: &'a str,
+    pub body: Bytes,
+    pub request_id: &'a str,
+    pub traceparent: String,
+}
+
+pub enum Transport {
+    Direct(Arc<DirectPool>),
+    Full {
+        http: reqwest::Client,
+        /// Keeps no idle connections, so a request sent on it always opens a new one.
+        fresh_http: reqwest::Client,
+    },
+}
+
+/// The response head, as far as the client reads it.
+pub struct Head {
+    pub status: u16,
+    pub version: String,
+    pub request_id: Option<String>,
+    pub content_type: Option<String>,
+    pub retry_after: Option<String>,
+}
+
+/// Why no response head came.
+pub enum SendFailure {
+    /// The headers did not come within the timeout.
+    Timeout,
+    /// The connection closed, or was reset, before any response byte (the cause's words).
+    Closed(String),
+    /// Anything else, already explained.
+    Failed(LlmError),
+}
+
+/// A response whose body is being read.
+pub enum Exchange {
+    Direct {
+        // Boxed: a connection's state is far larger than reqwest's stream handle.
+        conn: Box<DirectConn>,
+        body: hyper::body::Incoming,
+        pool: Arc<DirectPool>,
+        ended: bool,
+    },
+    Full(BoxStream<'static, reqwest::Result<Bytes>>),
+}
+
+impl Transport {
+    /// Sends the request and waits for the response head. `fresh` asks for a new connection
+    /// (the retry of a request whose pooled connection was dead).
+    pub async fn send(
+        &self,
+        endpoint: &Endpoint,
+        out: &Outgoing<'_>,
+        probe: &Arc<ConnProbe>,
+        fresh: bool,
+        opts: &crate::ClientOptions,
+    ) -> Result<(Head, Exchange), SendFailure> {
+        match self {
+            Transport::Direct(pool) => {
+                let fresh = fresh || opts.fresh_connections;
+                let sending = async {
+                    let mut conn = pool
+                        .checkout(probe, fresh)
+                        .await
+                        .map_err(|e| SendFailure::Failed(connect_error(e, out.url, opts)))?;
+                    let req = direct_request(endpoint, out, probe)?;
+                    match conn.send(req).await {
+                        Ok(resp) => Ok((conn, resp)),
+                        Err(e) if e.closed() => Err(SendFailure::Closed(chain(&e))),
+                        Err(e) => Err(SendFailure::Failed(LlmError::Other(format!(
+                            "request to {} failed: {}",
+                            out.url,
+                            http_error::scrub(endpoint, &chain(&e))
+                        )))),
+                    }
+                };
+                let (conn, resp) = tokio::time::timeout(opts.headers_timeout, sending)
+                    .await
+                    .map_err(|_| SendFailure::Timeout)??;
+                let header = |n: &str| {
+                    resp.headers()
+                        .get(n)
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_string)
+                };
+                let head = Head {
+                    status: resp.status().as_u16(),
+                    version: format!("{:?}", resp.version()),
+                    request_id: header("x-request-id"),
+                    content_type: header("content-type"),
+                    retry_after: header("retry-after"),
+                };
+                Ok((
+                    head,
+                    Exchange::Direct {
+                        conn: Box::new(conn),
+                        body: resp.into_body(),
+                        pool: pool.clone(),
+                        ended: false,
+                    },
+                ))
+            }
+            Transport::Full { http, fresh_http } => {
+                let http = if fresh { fresh_http } else { http };
+                let mut rb = http
+                    .post(out.url)
+                    .header("X-Request-Id", out.request_id)
+                    .header("traceparent", out.traceparent.as_str())
+                    .header(reqwest::header::ACCEPT, "text/event-stream")
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(reqwest::Body::wrap(StampedBody::new(
+                        out.body.clone(),
+                        probe.clone(),
+                    )));
+                if let Some(k) = endpoint.key() {
+                    rb = rb.bearer_auth(k.expose());
+                }
+                let send = tokio::time::timeout(opts.headers_timeout, rb.send());
+                let resp = match connection::with_probe(probe.clone(), send).await {
+                    Err(_) => return Err(SendFailure::Timeout),
+                    Ok(Err(e)) if closed_before_response(&e) => {
+                        return Err(SendFailure::Closed(chain(&e)))
+                    }
+                    Ok(Err(e)) => {
+                        return Err(SendFailure::Failed(http_error::classify(
+                            endpoint,
+                            &e,
+                            out.url,
+                            opts.connect_timeout,
+                        )))
+                    }
+                    Ok(Ok(r)) => r,
+                };
+                let head = Head {
+                    status: resp.status().as_u16(),
+                    version: format!("{:?}", resp.version()),
+                    request_id: header_str(&resp, "x-request-id"),
+                    content_type: header_str(&resp, "content-type"),
+                    retry_after: header_str(&resp, "retry-after"),
+                };
+                Ok((head, Exchange::Full(resp.bytes_stream().boxed())))
+            }
+        }
+    }
+}
+
+impl Exchange {
+    /// The next piece of the body and when it arrived; `None` at the body's end. The error
+    /// is the cause's words.
+    pub async fn next(&mut self) -> Option<Result<(Bytes, Nanos), String>> {
+        match self {
+            Exchange::Direct {
+                conn, body, ended, ..
+            } => match conn.next_data(body).await {
+                None => {
+                    *ended = true;
+                    None
+                }
+                Some(r) => Some(r.map_err(|e| chain(&e))),
+            },
+            Exchange::Full(stream) => {
+                let r = stream.next().await?;
+                let t = clock::now();
+                Some(r.map(|b| (b, t)).map_err(|e| chain(&e)))
+            }
+        }
+    }
+
+    /// Ends the exchange: a direct connection whose body was read to its end goes back to
+    /// the pool, any other is closed.
+    pub fn finish(self) {
+        if let Exchange::Direct {
+            conn,
+            pool,
+            ended: true,
+            ..
+        } = self
+        {
+            pool.checkin(*conn);
+        }
+    }
+
+    /// The start of the body, for an error message: at most 64 KiB, scrubbed and truncated
+    /// for display.
+    pub async fn display_text(mut self, endpoint: &Endpoint, idle: Duration) -> String {
+        const READ_LIMIT: usize = 64 * 1024;
+        let read = async {
+            let mut buf = Vec::new();
+            while buf.len() < READ_LIMIT {
+                match self.next().await {
+                    Some(Ok((b, _))) => buf.extend_from_slice(&b),
+                    Some(Err(e)) => return Err(e),
+                    None => break,
+                }
+            }
+            buf.truncate(READ_LIMIT);
+            Ok(String::from_utf8_lossy(&buf).into_owned())
+        };
+        let text = match tokio::time::timeout(idle, read).await {
+            Ok(Ok(t)) => t,
+            Ok(Err(e)) => format!("<body unreadable: {e}>"),
+            Err(_) => "<body timed out>".into(),
+        };
+        crate::error::truncate_body(&http_error::scrub(endpoint, &text))
+    }
+}
+
+fn direct_request(
+    endpoint: &Endpoint,
+    out: &Outgoing<'_>,
+    probe: &Arc<ConnProbe>,
+) -> Result<hyper::Request<StampedBody>, SendFailure> {
+    let bad = |what: &str| {
+        SendFailure::Failed(LlmError::Other(format!(
+            "cannot build the request to {}: {what}",
+            out.url
+        )))
+    };
+    let u = reqwest::Url::parse(out.url).map_err(|e| bad(&e.to_string()))?;
+    let host = match u.port() {
+        Some(p) => format!("{}:{p}", u.host_str().unwrap_or_default()),
+        None => u.host_str().unwrap_or_default().to_string(),
+    };
+    let path = match u.query() {
+        Some(q) => format!("{}?{q}", u.path()),
+        None => u.path().to_string(),
+    };
+    let mut b = hyper::Request::post(path)
+        .header(hyper::header::HOST, host)
+        .header(
+            hyper::header::USER_AGENT,
+            concat!("voxlat/", env!("CARGO_PKG_VERSION")),
+        )
+        .header("x-request-id", out.request_id)
+        .header("traceparent", out.traceparent.as_str())
+        .header(hyper::header::ACCEPT, "text/event-stream")
+        .header(hyper::header::CONTENT_TYPE, "application/json")
+        .header(hyper::header::CONTENT_LENGTH, out.body.len());
+    if let Some(k) = endpoint.key() {
+        b = b.header(
+            hyper::header::AUTHORIZATION,
+            format!("Bearer {}", k.expose()),
+        );
+    }
+    b.body(StampedBody::new(out.body.clone(), probe.clone()))
+        .map_err(|e| bad(&http_error::scrub(endpoint, &e.to_string())))
+}
+
+/// A connection that could not be had, in the same classes reqwest's failures get.
+fn connect_error(e: ConnectError, url: &str, opts: &crate::ClientOptions) -> LlmError {
+    match e {
+        ConnectError::Dns(d) => LlmError::Dns {
+            host: d.host,
+            detail: d.source.to_string(),
+        },
+        ConnectError::Timeout => LlmError::Timeout {
+            phase: "connecting",
+            after: opts.connect_timeout,
+            flag: "--connect-timeout",
+        },
+        ConnectError::Io { addr, source }
+            if source.kind() == std::io::ErrorKind::ConnectionRefused =>
+        {
+            LlmError::ConnectionRefused {
+                addr: addr.to_string(),
+                proxy: None,
+            }
+        }
+        other => LlmError::Connect {
+            url: url.into(),
+            detail: chain(&other),
+            proxy: None,
+        },
+    }
+}
