@@ -9,10 +9,12 @@ pub mod keepalive;
 pub mod raw;
 
 use axum::body::Body;
+use axum::extract::connect_info::{ConnectInfo, Connected};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::IncomingStream;
 use axum::Router;
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -20,6 +22,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
+use voxlat_core::arrival::{ArrivalStream, LastArrival};
 use voxlat_core::{clock, Nanos};
 
 /// How reasoning is sent.
@@ -165,6 +168,10 @@ pub struct ServedRequest {
     pub authorization: Option<String>,
     pub body: serde_json::Value,
     pub received: Nanos,
+    /// When the request's last bytes reached the server's socket: the kernel's receive stamp
+    /// of the read that completed it. `received` is later by however long the server took to
+    /// get round to the request (its own queueing, which its TTFT does not see).
+    pub arrived: Option<Nanos>,
     /// When each content event (reasoning or answer) was handed to the HTTP stack.
     pub content_sent: Vec<Nanos>,
     /// Whether the body stream was dropped before it finished (client went away).
@@ -297,18 +304,52 @@ async fn serve(
         .route("/v1/chat/completions", post(chat))
         .route("/v1/models", get(models))
         .with_state(shared);
-    // Without TCP_NODELAY, Nagle's algorithm holds each small SSE write until the previous
-    // one is acknowledged, and the client's delayed ACK makes that ~40 ms: the "server send
-    // time" would then be a lie by that much.
-    use axum::serve::ListenerExt;
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    let _ = axum::serve(listener, app)
-        .with_graceful_shutdown(async {
-            let _ = stop.await;
-        })
-        .await;
+    let _ = axum::serve(
+        ArrivalListener(listener),
+        app.into_make_service_with_connect_info::<RequestArrival>(),
+    )
+    .with_graceful_shutdown(async {
+        let _ = stop.await;
+    })
+    .await;
+}
+
+/// Accepts connections whose reads keep the kernel's receive stamp.
+struct ArrivalListener(tokio::net::TcpListener);
+
+impl axum::serve::Listener for ArrivalListener {
+    type Io = ArrivalStream;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (ArrivalStream, SocketAddr) {
+        loop {
+            match self.0.accept().await {
+                Ok((tcp, addr)) => {
+                    // Without TCP_NODELAY, Nagle's algorithm holds each small SSE write until
+                    // the previous one is acknowledged, and the client's delayed ACK makes
+                    // that ~40 ms: the "server send time" would then be a lie by that much.
+                    let _ = tcp.set_nodelay(true);
+                    return (ArrivalStream::new(tcp), addr);
+                }
+                // Out of descriptors and the like: wait a moment, as axum's own listener does.
+                Err(_) => tokio::time::sleep(Duration::from_millis(5)).await,
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.0.local_addr()
+    }
+}
+
+/// A connection's arrival stamps, handed to its requests' handler.
+#[derive(Clone)]
+struct RequestArrival(Arc<LastArrival>);
+
+impl Connected<IncomingStream<'_, ArrivalListener>> for RequestArrival {
+    fn connect_info(stream: IncomingStream<'_, ArrivalListener>) -> RequestArrival {
+        RequestArrival(stream.io().arrivals())
+    }
 }
 
 impl ScriptedServer {
@@ -340,8 +381,14 @@ async fn models() -> impl IntoResponse {
     )
 }
 
-async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn chat(
+    State(shared): State<Arc<Shared>>,
+    ConnectInfo(arrival): ConnectInfo<RequestArrival>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let received = clock::now();
+    let arrived = arrival.0.get().filter(|&t| t <= received);
     let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
     let header = |n: &str| {
         headers
@@ -360,6 +407,7 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
             authorization: authorization.clone(),
             body: json.clone(),
             received,
+            arrived,
             ..ServedRequest::default()
         });
         log.len() - 1
