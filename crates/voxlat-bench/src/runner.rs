@@ -138,6 +138,15 @@ pub fn cells(cfg: &BenchConfig, models: &[String]) -> Vec<(String, String, Strin
     out
 }
 
+/// How long the arrivals of an open-loop cell's warm-up last, about.
+const RATE_WARMUP: Duration = Duration::from_secs(2);
+
+/// Requests in an open-loop cell's warm-up: about [`RATE_WARMUP`] of its arrivals, at least 4
+/// (a slow rate still opens a connection or two) and at most 256.
+fn rate_warmup_count(rate: f64) -> u32 {
+    (rate * RATE_WARMUP.as_secs_f64()).ceil().clamp(4.0, 256.0) as u32
+}
+
 /// Every block, in the order they run.
 pub fn plan(cfg: &BenchConfig, models: &[String]) -> Vec<Block> {
     let mut blocks = Vec::new();
@@ -178,6 +187,23 @@ pub fn plan(cfg: &BenchConfig, models: &[String]) -> Vec<Block> {
                     duration: None,
                     variant: None,
                     preopen: true,
+                });
+            }
+        }
+        // An open-loop cell holds as many requests in flight as its rate and their length
+        // make, which no count known beforehand says: the same arrivals at the same rate,
+        // whole requests, for about RATE_WARMUP, open what the cell will need.
+        if let (Load::Rate(rate), Some(m)) = (load, models.first()) {
+            if cfg.warmup > 0 && !cfg.fresh_connections {
+                blocks.push(Block {
+                    model: m.clone(),
+                    load,
+                    cell: format!("{m} {} warm-up", load.label()),
+                    warmup: true,
+                    count: Some(rate_warmup_count(rate)),
+                    duration: None,
+                    variant: None,
+                    preopen: false,
                 });
             }
         }
@@ -537,6 +563,36 @@ async fn send_one(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_open_loop_cell_is_warmed_up_at_its_own_rate() {
+        let cfg = BenchConfig {
+            rate: vec![0.5, 20.0, 1000.0],
+            requests: 10,
+            ..BenchConfig::default()
+        };
+        let p = plan(&cfg, &["m".to_string()]);
+        for (rate, count) in [(0.5, 4), (20.0, 40), (1000.0, 256)] {
+            let cell = p
+                .iter()
+                .position(|b| !b.warmup && b.load == Load::Rate(rate))
+                .expect("the cell");
+            let w = &p[cell - 1];
+            assert!(w.warmup && !w.preopen, "{rate}: {:?}", w.cell);
+            assert_eq!((w.load, w.count), (Load::Rate(rate), Some(count)));
+        }
+        let fresh = BenchConfig {
+            fresh_connections: true,
+            ..cfg.clone()
+        };
+        assert_eq!(
+            plan(&fresh, &["m".to_string()])
+                .iter()
+                .filter(|b| b.warmup && matches!(b.load, Load::Rate(_)))
+                .count(),
+            0
+        );
+    }
 
     #[test]
     fn several_models_are_interleaved_in_rotating_rounds() {
