@@ -7,7 +7,7 @@
 use crate::chunk::{self, Payload};
 use crate::config::Endpoint;
 use crate::connection::{ConnProbe, TimedConnectLayer, TimedResolver};
-use crate::direct::{direct_target, DirectPool};
+use crate::direct::direct_target;
 use crate::error::{truncate_body, LlmError};
 use crate::http_error::{self, chain};
 use crate::record::{DeltaStamp, Retry, StreamOutcome};
@@ -140,10 +140,10 @@ impl LlmClient {
         let tls = endpoint.base_url.value.starts_with("https://");
         let http = build_http(&opts, tls, opts.fresh_connections)?;
         let chat_url = endpoint.url("chat/completions");
-        let transport = match direct_target(&chat_url, opts.http2) {
-            Some((host, port)) => {
-                Transport::Direct(Arc::new(DirectPool::new(host, port, opts.connect_timeout)))
-            }
+        let direct = direct_target(&chat_url, opts.http2)
+            .and_then(|(host, port)| Transport::direct(&chat_url, host, port, &opts));
+        let transport = match direct {
+            Some(t) => t,
             None => Transport::Full {
                 http: http.clone(),
                 fresh_http: build_http(&opts, tls, true)?,
@@ -237,7 +237,15 @@ impl LlmClient {
             Err(SendFailure::Closed(detail)) => return Err(closed(detail, false)),
             Err(e) => return Err(self.send_error(e)),
         };
-        tl.mark(EventKind::LlmHeaders);
+        // The head's arrival when the transport knows it, so that a first event that came in
+        // the same packet (stamped with its arrival) does not precede it. Never before the
+        // send: a stamp from an earlier read of the connection is not this head's.
+        let now = clock::now();
+        let sent = tl.get(EventKind::LlmSent).unwrap_or(now);
+        tl.mark_at(
+            EventKind::LlmHeaders,
+            head.arrived.filter(|&a| a >= sent).unwrap_or(now),
+        );
         out.status = Some(head.status);
         out.http_version = Some(head.version.clone());
         out.server_request_id = head.request_id.clone();
@@ -475,14 +483,18 @@ fn handle_event<F: FnMut(TextDelta<'_>)>(
             emit(tl, out, t, true, r, on_delta);
         }
         if let Some(content) = choice.delta.content.as_deref().filter(|s| !s.is_empty()) {
-            // Pieces carry their own arrival time: text the splitter held back from an
-            // earlier delta is stamped when it arrived, not now.
-            for piece in think.feed(content, t) {
-                emit(tl, out, piece.t, piece.reasoning, &piece.text, on_delta);
+            if think.passes_through(content) {
+                emit(tl, out, t, false, content, on_delta);
+            } else {
+                // Pieces carry their own arrival time: text the splitter held back from an
+                // earlier delta is stamped when it arrived, not now.
+                for piece in think.feed(content, t) {
+                    emit(tl, out, piece.t, piece.reasoning, &piece.text, on_delta);
+                }
             }
         }
         if choice.finish_reason.is_some() {
-            out.finish_reason = choice.finish_reason.clone();
+            out.finish_reason = choice.finish_reason.as_deref().map(str::to_string);
         }
     }
     Ok(())
@@ -500,15 +512,16 @@ fn emit<F: FnMut(TextDelta<'_>)>(
         return;
     }
     tl.mark_at(EventKind::LlmFirstToken, t);
+    let chars = text.chars().count();
     if reasoning {
-        out.reasoning_chars += text.chars().count() as u64;
+        out.reasoning_chars += chars as u64;
     } else {
         tl.mark_at(EventKind::LlmFirstAnswerToken, t);
         out.text.push_str(text);
     }
     out.deltas.push(DeltaStamp {
         t,
-        chars: text.chars().count() as u32,
+        chars: chars as u32,
         reasoning,
     });
     on_delta(TextDelta { t, text, reasoning });

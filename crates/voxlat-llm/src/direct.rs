@@ -77,6 +77,9 @@ pub struct DirectPool {
     port: u16,
     idle: Mutex<Vec<DirectConn>>,
     connect_timeout: Duration,
+    /// Keep finished connections for the next request (false: `--fresh-connections`, where
+    /// every request opens its own and none may pile up open).
+    keep: bool,
 }
 
 /// One connection: hyper's request handle and the connection state it drives.
@@ -89,12 +92,13 @@ pub struct DirectConn {
 }
 
 impl DirectPool {
-    pub fn new(host: String, port: u16, connect_timeout: Duration) -> DirectPool {
+    pub fn new(host: String, port: u16, connect_timeout: Duration, keep: bool) -> DirectPool {
         DirectPool {
             host,
             port,
             idle: Mutex::new(Vec::new()),
             connect_timeout,
+            keep,
         }
     }
 
@@ -119,6 +123,9 @@ impl DirectPool {
 
     /// Puts a connection whose response was read to its end back for the next request.
     pub fn checkin(&self, mut c: DirectConn) {
+        if !self.keep {
+            return;
+        }
         c.poll_idle();
         if c.ended || c.sender.is_closed() {
             return;
@@ -196,6 +203,11 @@ impl DirectConn {
         if !self.ended && Pin::new(&mut self.conn).poll(cx).is_ready() {
             self.ended = true;
         }
+    }
+
+    /// When the newest bytes read on this connection arrived.
+    pub fn last_arrival(&self) -> Option<Nanos> {
+        self.arrivals.get()
     }
 
     /// Sends `req` and waits for the response head, driving the connection meanwhile. A

@@ -61,14 +61,24 @@ pub async fn read_body(
     resp: reqwest::Response,
     idle_timeout: Duration,
 ) -> String {
+    let pieces = resp.bytes_stream().map(|r| r.map_err(|e| chain(&e)));
+    display_body(endpoint, pieces, idle_timeout).await
+}
+
+/// [`read_body`] over any body's pieces (the errors in the cause's words).
+pub async fn display_body(
+    endpoint: &Endpoint,
+    pieces: impl futures_util::Stream<Item = Result<bytes::Bytes, String>>,
+    idle_timeout: Duration,
+) -> String {
     // Only the start of a body is ever shown, so only that much is read: a gateway's
     // endless or huge error page must not be buffered whole.
     const READ_LIMIT: usize = 64 * 1024;
     let read = async {
-        let mut stream = resp.bytes_stream();
+        let mut pieces = std::pin::pin!(pieces);
         let mut buf = Vec::new();
         while buf.len() < READ_LIMIT {
-            match stream.next().await {
+            match pieces.next().await {
                 Some(Ok(b)) => buf.extend_from_slice(&b),
                 Some(Err(e)) => return Err(e),
                 None => break,
@@ -79,7 +89,7 @@ pub async fn read_body(
     };
     let text = match tokio::time::timeout(idle_timeout, read).await {
         Ok(Ok(t)) => t,
-        Ok(Err(e)) => format!("<body unreadable: {}>", chain(&e)),
+        Ok(Err(e)) => format!("<body unreadable: {e}>"),
         Err(_) => "<body timed out>".into(),
     };
     truncate_body(&scrub(endpoint, &text))

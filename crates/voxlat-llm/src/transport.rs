@@ -26,7 +26,12 @@ pub struct Outgoing<'a> {
 }
 
 pub enum Transport {
-    Direct(Arc<DirectPool>),
+    Direct {
+        pool: Arc<DirectPool>,
+        /// The chat URL's `Host` header and path, worked out once.
+        host: hyper::header::HeaderValue,
+        path: String,
+    },
     Full {
         http: reqwest::Client,
         /// Keeps no idle connections, so a request sent on it always opens a new one.
@@ -36,6 +41,10 @@ pub enum Transport {
 
 /// The response head, as far as the client reads it.
 pub struct Head {
+    /// When the read that completed the head arrived, where the transport knows it. The
+    /// first event often comes in the same packet as the head and is stamped with its
+    /// arrival, so a head stamped when the task got round to it would come after that event.
+    pub arrived: Option<Nanos>,
     pub status: u16,
     pub version: String,
     pub request_id: Option<String>,
@@ -77,14 +86,14 @@ impl Transport {
         opts: &crate::ClientOptions,
     ) -> Result<(Head, Exchange), SendFailure> {
         match self {
-            Transport::Direct(pool) => {
+            Transport::Direct { pool, host, path } => {
                 let fresh = fresh || opts.fresh_connections;
                 let sending = async {
                     let mut conn = pool
                         .checkout(probe, fresh)
                         .await
                         .map_err(|e| SendFailure::Failed(connect_error(e, out.url, opts)))?;
-                    let req = direct_request(endpoint, out, probe)?;
+                    let req = direct_request(endpoint, out, host, path, probe)?;
                     match conn.send(req).await {
                         Ok(resp) => Ok((conn, resp)),
                         Err(e) if e.closed() => Err(SendFailure::Closed(chain(&e))),
@@ -105,6 +114,7 @@ impl Transport {
                         .map(str::to_string)
                 };
                 let head = Head {
+                    arrived: conn.last_arrival(),
                     status: resp.status().as_u16(),
                     version: format!("{:?}", resp.version()),
                     request_id: header("x-request-id"),
@@ -153,6 +163,7 @@ impl Transport {
                     Ok(Ok(r)) => r,
                 };
                 let head = Head {
+                    arrived: None,
                     status: resp.status().as_u16(),
                     version: format!("{:?}", resp.version()),
                     request_id: header_str(&resp, "x-request-id"),
@@ -203,51 +214,54 @@ impl Exchange {
 
     /// The start of the body, for an error message: at most 64 KiB, scrubbed and truncated
     /// for display.
-    pub async fn display_text(mut self, endpoint: &Endpoint, idle: Duration) -> String {
-        const READ_LIMIT: usize = 64 * 1024;
-        let read = async {
-            let mut buf = Vec::new();
-            while buf.len() < READ_LIMIT {
-                match self.next().await {
-                    Some(Ok((b, _))) => buf.extend_from_slice(&b),
-                    Some(Err(e)) => return Err(e),
-                    None => break,
-                }
-            }
-            buf.truncate(READ_LIMIT);
-            Ok(String::from_utf8_lossy(&buf).into_owned())
+    pub async fn display_text(self, endpoint: &Endpoint, idle: Duration) -> String {
+        let pieces = futures_util::stream::unfold(self, |mut x| async move {
+            let piece = x.next().await?;
+            Some((piece.map(|(b, _)| b), x))
+        });
+        http_error::display_body(endpoint, pieces, idle).await
+    }
+}
+
+impl Transport {
+    /// The direct transport for `url`'s host and port.
+    pub fn direct(
+        url: &str,
+        host: String,
+        port: u16,
+        opts: &crate::ClientOptions,
+    ) -> Option<Transport> {
+        let u = reqwest::Url::parse(url).ok()?;
+        let authority = match u.port() {
+            Some(p) => format!("{}:{p}", u.host_str()?),
+            None => u.host_str()?.to_string(),
         };
-        let text = match tokio::time::timeout(idle, read).await {
-            Ok(Ok(t)) => t,
-            Ok(Err(e)) => format!("<body unreadable: {e}>"),
-            Err(_) => "<body timed out>".into(),
+        let path = match u.query() {
+            Some(q) => format!("{}?{q}", u.path()),
+            None => u.path().to_string(),
         };
-        crate::error::truncate_body(&http_error::scrub(endpoint, &text))
+        Some(Transport::Direct {
+            pool: Arc::new(DirectPool::new(
+                host,
+                port,
+                opts.connect_timeout,
+                !opts.fresh_connections,
+            )),
+            host: hyper::header::HeaderValue::from_str(&authority).ok()?,
+            path,
+        })
     }
 }
 
 fn direct_request(
     endpoint: &Endpoint,
     out: &Outgoing<'_>,
+    host: &hyper::header::HeaderValue,
+    path: &str,
     probe: &Arc<ConnProbe>,
 ) -> Result<hyper::Request<StampedBody>, SendFailure> {
-    let bad = |what: &str| {
-        SendFailure::Failed(LlmError::Other(format!(
-            "cannot build the request to {}: {what}",
-            out.url
-        )))
-    };
-    let u = reqwest::Url::parse(out.url).map_err(|e| bad(&e.to_string()))?;
-    let host = match u.port() {
-        Some(p) => format!("{}:{p}", u.host_str().unwrap_or_default()),
-        None => u.host_str().unwrap_or_default().to_string(),
-    };
-    let path = match u.query() {
-        Some(q) => format!("{}?{q}", u.path()),
-        None => u.path().to_string(),
-    };
     let mut b = hyper::Request::post(path)
-        .header(hyper::header::HOST, host)
+        .header(hyper::header::HOST, host.clone())
         .header(
             hyper::header::USER_AGENT,
             concat!("voxlat/", env!("CARGO_PKG_VERSION")),
@@ -264,7 +278,13 @@ fn direct_request(
         );
     }
     b.body(StampedBody::new(out.body.clone(), probe.clone()))
-        .map_err(|e| bad(&http_error::scrub(endpoint, &e.to_string())))
+        .map_err(|e| {
+            SendFailure::Failed(LlmError::Other(format!(
+                "cannot build the request to {}: {}",
+                out.url,
+                http_error::scrub(endpoint, &e.to_string())
+            )))
+        })
 }
 
 /// A connection that could not be had, in the same classes reqwest's failures get.

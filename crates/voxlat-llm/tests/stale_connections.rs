@@ -179,3 +179,59 @@ fn real_servers_model_list_shapes() {
     let err = parse_model_list(r#"{"object":"list"}"#).unwrap_err();
     assert!(err.contains("data"), "{err}");
 }
+
+/// `--fresh-connections`: every request opens its own connection, none is reused.
+#[tokio::test]
+async fn fresh_connections_open_one_per_request() {
+    let server = KeepAliveServer::start(Retire::default(), tokens(), String::new()).await;
+    let c = LlmClient::new(
+        Endpoint::new(&server.base_url(), None),
+        ClientOptions {
+            fresh_connections: true,
+            ..ClientOptions::default()
+        },
+    )
+    .unwrap();
+    for i in 0..3 {
+        let (_, out, err) = one(&c).await;
+        assert!(err.is_none(), "request {i}: {err:?}");
+        assert!(
+            out.connection.new_connection,
+            "request {i} reused a connection"
+        );
+    }
+    assert_eq!(server.connections(), 3);
+}
+
+/// A head that arrives in one packet with the first event is stamped no later than that
+/// event, which carries the packet's arrival: the events stay in order.
+#[tokio::test]
+async fn a_head_that_comes_with_the_first_event_is_not_stamped_after_it() {
+    let server = KeepAliveServer::start(Retire::default(), tokens(), String::new()).await;
+    let c = client(&server.base_url());
+    for i in 0..5 {
+        let (tl, _, err) = one(&c).await;
+        assert!(err.is_none(), "request {i}: {err:?}");
+        let at = |k| {
+            tl.get(k)
+                .unwrap_or_else(|| panic!("request {i}: {k} not stamped"))
+        };
+        let order = [
+            EventKind::LlmSent,
+            EventKind::LlmHeaders,
+            EventKind::LlmFirstEvent,
+            EventKind::LlmFirstToken,
+            EventKind::LlmDone,
+        ];
+        for w in order.windows(2) {
+            assert!(
+                at(w[0]) <= at(w[1]),
+                "request {i}: {} at {:?} after {} at {:?}",
+                w[0],
+                at(w[0]),
+                w[1],
+                at(w[1])
+            );
+        }
+    }
+}

@@ -144,10 +144,11 @@ async fn serve(
             sock.write_all(head.as_bytes()).await?;
             sock.write_all(models.as_bytes()).await?;
         } else {
-            sock.write_all(
-                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n",
-            )
-            .await?;
+            // The head goes out with the first event in one write, as llama.cpp's server does:
+            // the client reads both in one packet.
+            let mut head = String::from(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n",
+            );
             let mut events: Vec<String> = tokens
                 .iter()
                 .map(|t| {
@@ -157,8 +158,9 @@ async fn serve(
                 .collect();
             events.push("data: [DONE]\n\n".into());
             for e in events {
-                sock.write_all(format!("{:x}\r\n{e}\r\n", e.len()).as_bytes())
-                    .await?;
+                head.push_str(&format!("{:x}\r\n{e}\r\n", e.len()));
+                sock.write_all(head.as_bytes()).await?;
+                head.clear();
             }
             sock.write_all(b"0\r\n\r\n").await?;
         }
