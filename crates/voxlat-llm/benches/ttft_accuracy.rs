@@ -1,7 +1,8 @@
 //! Measures the measurer: how far the client's TTFT stamp lies from the moment the scripted
 //! server handed the first content event to its HTTP stack, and client TTFT against the
-//! server's own TTFT (request read → first content written) for both definitions (from the
-//! ready connection, and connect-inclusive), on loopback: c=1, a first delta of `<`, single
+//! server's own TTFT (the request's arrival at the server's socket, or its handler's start →
+//! first content written) for both client definitions (from the ready connection, and
+//! connect-inclusive), on loopback: c=1, a first delta of `<`, single
 //! waves at c=16 and c=64 on a warm pool and at c=64 cold, c=64 sustained; and the client's
 //! CPU time per request with 256 streams in flight.
 //!

@@ -2,11 +2,14 @@
 //! in which fields they send, and an unknown field must never fail a stream.
 
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
+/// Text fields borrow from the event's data where they can (no escapes): this is parsed once
+/// per token of every stream, and the owned copies were a visible share of the client's CPU.
 #[derive(Clone, Debug, Default, Deserialize)]
-pub struct ChatChunk {
-    #[serde(default)]
-    pub choices: Vec<Choice>,
+pub struct ChatChunk<'a> {
+    #[serde(default, borrow)]
+    pub choices: Vec<Choice<'a>>,
     #[serde(default)]
     pub usage: Option<Usage>,
     /// llama.cpp's server-side timings (and the embedded server's, which follow its names).
@@ -31,7 +34,7 @@ pub struct ChatChunk {
     pub total_duration: Option<u64>,
 }
 
-impl ChatChunk {
+impl ChatChunk<'_> {
     /// Ollama's timing fields, by their own names, when any is present.
     pub fn ollama_timings(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
         let mut m = serde_json::Map::new();
@@ -52,28 +55,28 @@ impl ChatChunk {
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
-pub struct Choice {
-    #[serde(default)]
-    pub delta: Delta,
-    #[serde(default)]
-    pub finish_reason: Option<String>,
+pub struct Choice<'a> {
+    #[serde(default, borrow)]
+    pub delta: Delta<'a>,
+    #[serde(default, borrow)]
+    pub finish_reason: Option<Cow<'a, str>>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
-pub struct Delta {
-    #[serde(default)]
-    pub role: Option<String>,
-    #[serde(default)]
-    pub content: Option<String>,
+pub struct Delta<'a> {
+    #[serde(default, borrow)]
+    pub role: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub content: Option<Cow<'a, str>>,
     /// DeepSeek / vLLM / SGLang convention.
-    #[serde(default)]
-    pub reasoning_content: Option<String>,
+    #[serde(default, borrow)]
+    pub reasoning_content: Option<Cow<'a, str>>,
     /// OpenRouter / Ollama / newer vLLM convention.
-    #[serde(default)]
-    pub reasoning: Option<String>,
+    #[serde(default, borrow)]
+    pub reasoning: Option<Cow<'a, str>>,
 }
 
-impl Delta {
+impl Delta<'_> {
     /// Reasoning text under either field name.
     pub fn reasoning_text(&self) -> Option<&str> {
         self.reasoning_content
@@ -111,12 +114,12 @@ pub struct CompletionTokensDetails {
 
 /// What one `data:` payload is.
 #[derive(Debug)]
-pub enum Payload {
+pub enum Payload<'a> {
     Done,
-    Chunk(Box<ChatChunk>),
+    Chunk(Box<ChatChunk<'a>>),
 }
 
-pub fn parse_payload(data: &str) -> Result<Payload, serde_json::Error> {
+pub fn parse_payload(data: &str) -> Result<Payload<'_>, serde_json::Error> {
     if data.trim() == "[DONE]" {
         return Ok(Payload::Done);
     }
@@ -136,7 +139,7 @@ pub fn error_message(v: &serde_json::Value) -> String {
 mod tests {
     use super::*;
 
-    fn chunk(s: &str) -> ChatChunk {
+    fn chunk(s: &str) -> ChatChunk<'_> {
         match parse_payload(s).unwrap() {
             Payload::Chunk(c) => *c,
             Payload::Done => panic!("not a chunk"),

@@ -86,7 +86,7 @@ impl SseParser {
                 self.after_cr = false;
                 continue;
             }
-            match bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
+            match memchr::memchr2(b'\n', b'\r', bytes) {
                 Some(i) => {
                     self.line.extend_from_slice(&bytes[..i]);
                     self.after_cr = bytes[i] == b'\r';
@@ -125,7 +125,11 @@ impl SseParser {
             return;
         }
         // Read in place and cleared after, so the line buffer keeps its capacity.
-        let line = String::from_utf8_lossy(&self.line);
+        // Valid UTF-8 is checked the fast way; only a broken line pays for the lossy walk.
+        let line = match std::str::from_utf8(&self.line) {
+            Ok(l) => std::borrow::Cow::Borrowed(l),
+            Err(_) => String::from_utf8_lossy(&self.line),
+        };
         if line.starts_with(':') {
             self.comments += 1;
         } else {

@@ -34,6 +34,14 @@ impl ThinkSplitter {
         ThinkSplitter::default()
     }
 
+    /// Whether `s` would come out of [`ThinkSplitter::feed`] whole, as one answer piece at its
+    /// own arrival: outside a think block, nothing held back, and no `<` that could start a
+    /// tag. The caller then uses `s` as it is, without the splitter's copies (the common case,
+    /// once per token).
+    pub fn passes_through(&self, s: &str) -> bool {
+        !self.in_think && self.pending.is_empty() && !s.contains('<')
+    }
+
     /// Feeds text that arrived at `t`. Returned pieces are in stream order; each carries the
     /// arrival time of its own bytes, so text held back from an earlier delta comes out as a
     /// piece of its own with that delta's time.
@@ -186,6 +194,23 @@ mod tests {
     }
 
     proptest! {
+        /// Whenever the splitter says a delta passes through, feeding it gives that delta,
+        /// whole, as one answer piece at its own time: the shortcut changes nothing.
+        #[test]
+        fn a_delta_that_passes_through_is_what_feed_gives(
+            deltas in proptest::collection::vec("[<>/a-z ]{0,6}", 0..12)
+        ) {
+            let mut s = ThinkSplitter::new();
+            for (i, d) in deltas.iter().enumerate() {
+                let t = Nanos(i as u64);
+                let passes = s.passes_through(d);
+                let out = s.feed(d, t);
+                if passes && !d.is_empty() {
+                    prop_assert_eq!(out, vec![Piece { reasoning: false, text: d.clone(), t }]);
+                }
+            }
+        }
+
         #[test]
         fn any_split_gives_the_same_pieces(cuts in proptest::collection::vec(0usize..60, 0..8)) {
             let text = "<think>step one, step two</think>Answer: 42 <b>ok</b>";
