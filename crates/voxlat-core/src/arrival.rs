@@ -49,21 +49,39 @@ impl LastArrival {
 /// Writes pass straight through.
 #[derive(Debug)]
 pub struct ArrivalStream {
-    inner: TcpStream,
+    socket: Socket,
     last: Arc<LastArrival>,
     kernel: bool,
 }
 
+/// On Linux the stream is read with `recvmsg` for the stamp, so it sits in the reactor as a
+/// plain descriptor: tokio's `TcpStream` can only be read with `read`, and its `try_io` cannot
+/// mark the socket drained after a short read, which cost one `EAGAIN` read per token.
+#[cfg(target_os = "linux")]
+type Socket = tokio::io::unix::AsyncFd<std::net::TcpStream>;
+#[cfg(not(target_os = "linux"))]
+type Socket = TcpStream;
+
 impl ArrivalStream {
     /// Wraps `inner`, asking the kernel for receive stamps. Where it will not give them, reads
     /// are stamped when they return (see [`ArrivalStream::kernel_stamps`]).
-    pub fn new(inner: TcpStream) -> ArrivalStream {
-        let kernel = sys::enable(&inner).is_ok();
-        ArrivalStream {
-            inner,
+    pub fn new(inner: TcpStream) -> io::Result<ArrivalStream> {
+        #[cfg(target_os = "linux")]
+        let (socket, kernel) = {
+            let std = inner.into_std()?;
+            let kernel = sys::enable(&std).is_ok();
+            // SAFETY: a std TcpStream owns its descriptor, keeps it open until it is dropped
+            // and always returns the same one, and the AsyncFd owns the stream.
+            let fd = unsafe { tokio::io::unix::AsyncFd::register(std)? };
+            (fd, kernel)
+        };
+        #[cfg(not(target_os = "linux"))]
+        let (socket, kernel) = (inner, false);
+        Ok(ArrivalStream {
+            socket,
             last: Arc::default(),
             kernel,
-        }
+        })
     }
 
     /// The arrival time of the newest read, shared.
@@ -74,10 +92,6 @@ impl ArrivalStream {
     /// Whether reads carry the kernel's receive stamp (false: the time the read returned).
     pub fn kernel_stamps(&self) -> bool {
         self.kernel
-    }
-
-    pub fn get_ref(&self) -> &TcpStream {
-        &self.inner
     }
 }
 
@@ -90,6 +104,7 @@ fn from_realtime(ts_ns: i128, realtime_now_ns: i128, now: Nanos) -> Nanos {
     Nanos(now.0.saturating_sub(age as u64))
 }
 
+#[cfg(target_os = "linux")]
 impl AsyncRead for ArrivalStream {
     fn poll_read(
         self: Pin<&mut Self>,
@@ -97,28 +112,23 @@ impl AsyncRead for ArrivalStream {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if !this.kernel {
-            let before = buf.filled().len();
-            let r = Pin::new(&mut this.inner).poll_read(cx, buf);
-            if matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-                this.last.set(clock::now());
-            }
-            return r;
-        }
         loop {
-            match this.inner.poll_read_ready(cx) {
-                Poll::Ready(Ok(())) => {}
+            let mut guard = match this.socket.poll_read_ready(cx) {
+                Poll::Ready(Ok(g)) => g,
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Pending => return Poll::Pending,
-            }
+            };
             // SAFETY: recvmsg only writes into the unfilled part, and exactly `n` bytes of it
             // are marked initialised below.
             let unfilled = unsafe { buf.unfilled_mut() };
-            let read = this.inner.try_io(tokio::io::Interest::READABLE, || {
-                sys::recv(&this.inner, unfilled)
-            });
-            match read {
-                Ok((n, stamp)) => {
+            let room = unfilled.len();
+            match guard.try_io(|s| sys::recv(s.get_ref(), unfilled)) {
+                Ok(Ok((n, stamp))) => {
+                    // A short read drained the socket (the reactor is edge-triggered): say so
+                    // now rather than learn it from one more read that finds nothing.
+                    if n < room {
+                        guard.clear_ready();
+                    }
                     // SAFETY: the kernel wrote n bytes.
                     unsafe { buf.assume_init(n) };
                     buf.advance(n);
@@ -132,20 +142,22 @@ impl AsyncRead for ArrivalStream {
                     }
                     return Poll::Ready(Ok(()));
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Poll::Ready(Err(e)),
+                Ok(Err(e)) => return Poll::Ready(Err(e)),
+                Err(_would_block) => continue,
             }
         }
     }
 }
 
+#[cfg(target_os = "linux")]
 impl AsyncWrite for ArrivalStream {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+        use std::io::Write;
+        self.get_mut().write_with(cx, |mut s| s.write(buf))
     }
 
     fn poll_write_vectored(
@@ -153,19 +165,86 @@ impl AsyncWrite for ArrivalStream {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+        use std::io::Write;
+        self.get_mut()
+            .write_with(cx, |mut s| s.write_vectored(bufs))
     }
 
     fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
+        true
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(self.socket.get_ref().shutdown(std::net::Shutdown::Write))
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl ArrivalStream {
+    fn write_with(
+        &mut self,
+        cx: &mut Context<'_>,
+        mut write: impl FnMut(&std::net::TcpStream) -> io::Result<usize>,
+    ) -> Poll<io::Result<usize>> {
+        // Tried before asking the reactor: a socket just registered has no readiness recorded
+        // until the reactor's next turn, and a new connection's first write (the request,
+        // stamped as written) would wait for that turn, a millisecond and more under load.
+        match write(self.socket.get_ref()) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            r => return Poll::Ready(r),
+        }
+        loop {
+            let mut guard = match self.socket.poll_write_ready(cx) {
+                Poll::Ready(Ok(g)) => g,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            };
+            match guard.try_io(|s| write(s.get_ref())) {
+                Ok(r) => return Poll::Ready(r),
+                Err(_would_block) => continue,
+            }
+        }
+    }
+}
+
+/// Elsewhere: tokio's stream, each read stamped when it returns.
+#[cfg(not(target_os = "linux"))]
+impl AsyncRead for ArrivalStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let r = Pin::new(&mut this.socket).poll_read(cx, buf);
+        if matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            this.last.set(clock::now());
+        }
+        r
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+impl AsyncWrite for ArrivalStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().socket).poll_write(cx, buf)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+        Pin::new(&mut self.get_mut().socket).poll_flush(cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+        Pin::new(&mut self.get_mut().socket).poll_shutdown(cx)
     }
 }
 
@@ -173,8 +252,8 @@ impl AsyncWrite for ArrivalStream {
 mod sys {
     use std::io;
     use std::mem::MaybeUninit;
+    use std::net::TcpStream;
     use std::os::fd::AsRawFd;
-    use tokio::net::TcpStream;
 
     pub fn enable(s: &TcpStream) -> io::Result<()> {
         let on: libc::c_int = 1;
@@ -243,28 +322,6 @@ mod sys {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
-mod sys {
-    use std::io;
-    use std::mem::MaybeUninit;
-    use tokio::net::TcpStream;
-
-    pub fn enable(_: &TcpStream) -> io::Result<()> {
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "receive stamps are read on Linux only",
-        ))
-    }
-
-    pub fn realtime_now() -> i128 {
-        0
-    }
-
-    pub fn recv(_: &TcpStream, _: &mut [MaybeUninit<u8>]) -> io::Result<(usize, Option<i128>)> {
-        Err(io::Error::new(io::ErrorKind::Unsupported, "not reached"))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,7 +352,7 @@ mod tests {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let addr = listener.local_addr().unwrap();
             let (client, accepted) = tokio::join!(TcpStream::connect(addr), listener.accept());
-            let mut reader = ArrivalStream::new(client.unwrap());
+            let mut reader = ArrivalStream::new(client.unwrap()).unwrap();
             if !reader.kernel_stamps() {
                 eprintln!("no kernel receive stamps here: nothing to check");
                 return;

@@ -47,6 +47,8 @@ pub enum ConnectError {
         #[source]
         source: std::io::Error,
     },
+    #[error("cannot set up the connected socket: {0}")]
+    Socket(#[source] std::io::Error),
     #[error("HTTP/1.1 handshake: {0}")]
     Handshake(#[source] hyper::Error),
 }
@@ -176,7 +178,7 @@ impl DirectPool {
             .map_err(|_| ConnectError::Timeout)??;
         // Tokens are small writes; Nagle would hold the request's last segment.
         let _ = tcp.set_nodelay(true);
-        let stream = ArrivalStream::new(tcp);
+        let stream = ArrivalStream::new(tcp).map_err(ConnectError::Socket)?;
         let arrivals = stream.arrivals();
         let (sender, conn) = http1::handshake(TokioIo::new(stream))
             .await

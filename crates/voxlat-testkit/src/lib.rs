@@ -329,7 +329,10 @@ impl axum::serve::Listener for ArrivalListener {
                     // the previous one is acknowledged, and the client's delayed ACK makes
                     // that ~40 ms: the "server send time" would then be a lie by that much.
                     let _ = tcp.set_nodelay(true);
-                    return (ArrivalStream::new(tcp), addr);
+                    match ArrivalStream::new(tcp) {
+                        Ok(stream) => return (stream, addr),
+                        Err(_) => continue,
+                    }
                 }
                 // Out of descriptors and the like: wait a moment, as axum's own listener does.
                 Err(_) => tokio::time::sleep(Duration::from_millis(5)).await,
