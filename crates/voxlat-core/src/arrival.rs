@@ -113,11 +113,7 @@ impl AsyncRead for ArrivalStream {
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         loop {
-            let mut guard = match this.socket.poll_read_ready(cx) {
-                Poll::Ready(Ok(g)) => g,
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Pending => return Poll::Pending,
-            };
+            let mut guard = std::task::ready!(this.socket.poll_read_ready(cx))?;
             // SAFETY: recvmsg only writes into the unfilled part, and exactly `n` bytes of it
             // are marked initialised below.
             let unfilled = unsafe { buf.unfilled_mut() };
@@ -198,11 +194,7 @@ impl ArrivalStream {
             r => return Poll::Ready(r),
         }
         loop {
-            let mut guard = match self.socket.poll_write_ready(cx) {
-                Poll::Ready(Ok(g)) => g,
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Pending => return Poll::Pending,
-            };
+            let mut guard = std::task::ready!(self.socket.poll_write_ready(cx))?;
             match guard.try_io(|s| write(s.get_ref())) {
                 Ok(r) => return Poll::Ready(r),
                 Err(_would_block) => continue,
