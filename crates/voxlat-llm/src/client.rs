@@ -140,8 +140,7 @@ impl LlmClient {
         let tls = endpoint.base_url.value.starts_with("https://");
         let http = build_http(&opts, tls, opts.fresh_connections)?;
         let chat_url = endpoint.url("chat/completions");
-        let direct = direct_target(&chat_url, opts.http2)
-            .and_then(|(host, port)| Transport::direct(&chat_url, host, port, &opts));
+        let direct = direct_target(&chat_url, opts.http2).and_then(|t| Transport::direct(t, &opts));
         let transport = match direct {
             Some(t) => t,
             None => Transport::Full {

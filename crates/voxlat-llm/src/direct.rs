@@ -277,9 +277,21 @@ impl DirectConn {
     }
 }
 
+/// Where a URL that goes direct points: what to connect to, and what the request names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirectTarget {
+    /// Host to resolve or IP literal (IPv6 without brackets), and port.
+    pub host: String,
+    pub port: u16,
+    /// The `Host` header: the URL's host, with the port when the URL gives one.
+    pub authority: String,
+    /// Path and query, as the request line names them.
+    pub path: String,
+}
+
 /// Whether `url` goes over the direct transport: plain http, HTTP/1.1, no credentials in
-/// the URL, no proxy in the environment for it. Returns its host and port.
-pub fn direct_target(url: &str, http2: bool) -> Option<(String, u16)> {
+/// the URL, no proxy in the environment for it. Parsed once, at the client's construction.
+pub fn direct_target(url: &str, http2: bool) -> Option<DirectTarget> {
     let u = reqwest::Url::parse(url).ok()?;
     if http2 || u.scheme() != "http" || !u.username().is_empty() || u.password().is_some() {
         return None;
@@ -292,29 +304,46 @@ pub fn direct_target(url: &str, http2: bool) -> Option<(String, u16)> {
     if crate::http_error::env_proxy_for(url, &host).is_some() {
         return None;
     }
-    Some((host, u.port_or_known_default()?))
+    let authority = match u.port() {
+        Some(p) => format!("{}:{p}", u.host_str()?),
+        None => u.host_str()?.to_string(),
+    };
+    let path = match u.query() {
+        Some(q) => format!("{}?{q}", u.path()),
+        None => u.path().to_string(),
+    };
+    Some(DirectTarget {
+        host,
+        port: u.port_or_known_default()?,
+        authority,
+        path,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn hp(t: DirectTarget) -> (String, u16) {
+        (t.host, t.port)
+    }
+
     #[test]
     fn plain_http_urls_go_direct_with_their_host_and_port() {
         assert_eq!(
-            direct_target("http://127.0.0.1:8080/v1/chat/completions", false),
+            direct_target("http://127.0.0.1:8080/v1/chat/completions", false).map(hp),
             Some(("127.0.0.1".into(), 8080))
         );
         assert_eq!(
-            direct_target("http://localhost/v1/models", false),
+            direct_target("http://localhost/v1/models", false).map(hp),
             Some(("localhost".into(), 80))
         );
         assert_eq!(
-            direct_target("http://[::1]:9000/v1", false),
+            direct_target("http://[::1]:9000/v1", false).map(hp),
             Some(("::1".into(), 9000))
         );
         assert_eq!(
-            direct_target("http://[::1]/v1", false),
+            direct_target("http://[::1]/v1", false).map(hp),
             Some(("::1".into(), 80))
         );
     }

@@ -7,7 +7,7 @@
 
 use crate::config::Endpoint;
 use crate::connection::{self, ConnProbe, StampedBody};
-use crate::direct::{ConnectError, DirectConn, DirectPool};
+use crate::direct::{ConnectError, DirectConn, DirectPool, DirectTarget};
 use crate::error::LlmError;
 use crate::http_error::{self, chain, closed_before_response, header_str};
 use bytes::Bytes;
@@ -224,31 +224,17 @@ impl Exchange {
 }
 
 impl Transport {
-    /// The direct transport for `url`'s host and port.
-    pub fn direct(
-        url: &str,
-        host: String,
-        port: u16,
-        opts: &crate::ClientOptions,
-    ) -> Option<Transport> {
-        let u = reqwest::Url::parse(url).ok()?;
-        let authority = match u.port() {
-            Some(p) => format!("{}:{p}", u.host_str()?),
-            None => u.host_str()?.to_string(),
-        };
-        let path = match u.query() {
-            Some(q) => format!("{}?{q}", u.path()),
-            None => u.path().to_string(),
-        };
+    /// The direct transport to `target`.
+    pub fn direct(target: DirectTarget, opts: &crate::ClientOptions) -> Option<Transport> {
         Some(Transport::Direct {
+            host: hyper::header::HeaderValue::from_str(&target.authority).ok()?,
+            path: target.path,
             pool: Arc::new(DirectPool::new(
-                host,
-                port,
+                target.host,
+                target.port,
                 opts.connect_timeout,
                 !opts.fresh_connections,
             )),
-            host: hyper::header::HeaderValue::from_str(&authority).ok()?,
-            path,
         })
     }
 }
