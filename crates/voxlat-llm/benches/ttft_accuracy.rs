@@ -30,14 +30,15 @@ use voxlat_core::{clock, EventKind, RequestId, Timeline};
 use voxlat_llm::{ClientOptions, Endpoint, LlmClient};
 use voxlat_testkit::{Builder, Script, ScriptedServer};
 
-/// This thread's CPU time so far, (user, kernel) seconds. The kernel part includes the
-/// loopback traffic's softirq work that happens to land on this thread.
-fn thread_cpu_s() -> (f64, f64) {
+/// This thread's CPU time so far, (user, kernel) seconds, and its voluntary context switches
+/// (each time it slept waiting for the network). The kernel part includes the loopback
+/// traffic's softirq work that happens to land on this thread.
+fn thread_cpu_s() -> (f64, f64, i64) {
     // SAFETY: getrusage writes into the zeroed struct we own.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
     let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    (s(ru.ru_utime), s(ru.ru_stime))
+    (s(ru.ru_utime), s(ru.ru_stime), ru.ru_nvcsw)
 }
 
 /// The client's worker threads: one core fewer than the machine has, leaving one to the
@@ -74,7 +75,7 @@ fn drive(
     total: usize,
     multi_thread: bool,
     cold: bool,
-) -> (HashMap<String, Stamp>, (f64, f64)) {
+) -> (HashMap<String, Stamp>, (f64, f64, i64)) {
     let rt = if multi_thread {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(client_workers())
@@ -159,7 +160,7 @@ fn drive(
         all
     });
     let cpu1 = thread_cpu_s();
-    (stamps, (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1))
+    (stamps, (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1, cpu1.2 - cpu0.2))
 }
 
 fn summary_line(v: &[f64]) -> String {
@@ -281,15 +282,16 @@ fn main() {
     let tokens = 32;
     let s256 = Builder::fixed(script(tokens, 10, 5)).start_on_own_runtime(1);
     let total = 1024;
-    let (stamps, (user, sys)) = drive(&s256, 256, total, false, false);
+    let (stamps, (user, sys, sleeps)) = drive(&s256, 256, total, false, false);
     report("c=256 (cpu)", &s256, &stamps);
     let cpu = user + sys;
     println!(
-        "c=256: client CPU {:.3} ms per request (user {:.3} + kernel {:.3}; {:.1} µs per token), {} requests of {} tokens, {:.2} s CPU",
+        "c=256: client CPU {:.3} ms per request (user {:.3} + kernel {:.3}; {:.1} µs per token; {:.1} sleeps per request), {} requests of {} tokens, {:.2} s CPU",
         cpu * 1e3 / total as f64,
         user * 1e3 / total as f64,
         sys * 1e3 / total as f64,
         cpu * 1e6 / (total * tokens) as f64,
+        sleeps as f64 / total as f64,
         total,
         tokens,
         cpu

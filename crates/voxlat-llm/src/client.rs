@@ -4,7 +4,7 @@
 //! `llm_first_answer_token` and `llm_done`. Each stamp is the arrival time of the network read
 //! that completed the event, taken before any parsing.
 
-use crate::chunk::{self, Payload};
+use crate::chunk;
 use crate::config::Endpoint;
 use crate::connection::{ConnProbe, TimedConnectLayer, TimedResolver};
 use crate::direct::direct_target;
@@ -447,13 +447,10 @@ fn handle_event<F: FnMut(TextDelta<'_>)>(
         detail: e.to_string(),
         data: truncate_body(&ev.data),
     })?;
-    let c = match payload {
-        Payload::Done => {
-            out.done_marker = true;
-            tl.mark_at(EventKind::LlmDone, t);
-            return Ok(());
-        }
-        Payload::Chunk(c) => c,
+    let Some(c) = payload else {
+        out.done_marker = true;
+        tl.mark_at(EventKind::LlmDone, t);
+        return Ok(());
     };
     if let Some(err) = &c.error {
         return Err(LlmError::StreamError {
@@ -476,8 +473,7 @@ fn handle_event<F: FnMut(TextDelta<'_>)>(
             m.extend(o);
         }
     }
-    // n = 1 is all voxlat asks for; further choices would be other completions.
-    if let Some(choice) = c.choices.first() {
+    if let Some(choice) = &c.choice {
         if let Some(r) = choice.delta.reasoning_text() {
             emit(tl, out, t, true, r, on_delta);
         }

@@ -1,15 +1,23 @@
 //! The JSON payload of one streamed chat-completion event, read tolerantly: gateways differ
 //! in which fields they send, and an unknown field must never fail a stream.
+//!
+//! Every chunk of every stream is parsed here, so the common shape has a reader of its own
+//! ([`fast`]); anything else, and every error, is serde_json's.
 
-use serde::{Deserialize, Serialize};
+mod fast;
+
+use serde::de::{IgnoredAny, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 use std::borrow::Cow;
 
 /// Text fields borrow from the event's data where they can (no escapes): this is parsed once
 /// per token of every stream, and the owned copies were a visible share of the client's CPU.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 pub struct ChatChunk<'a> {
-    #[serde(default, borrow)]
-    pub choices: Vec<Choice<'a>>,
+    /// The first of `choices`: n = 1 is all voxlat asks for, and further choices would be
+    /// other completions. Kept alone, so a chunk costs no allocation for the list.
+    #[serde(default, borrow, rename = "choices", deserialize_with = "first_choice")]
+    pub choice: Option<Choice<'a>>,
     #[serde(default)]
     pub usage: Option<Usage>,
     /// llama.cpp's server-side timings (and the embedded server's, which follow its names).
@@ -54,7 +62,30 @@ impl ChatChunk<'_> {
     }
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+/// The first element of a `choices` array (`null` counts as none); the rest are skipped.
+fn first_choice<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Option<Choice<'a>>, D::Error> {
+    struct First<'a>(Option<Choice<'a>>);
+    impl<'de: 'a, 'a> Deserialize<'de> for First<'a> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V<'a>(std::marker::PhantomData<Choice<'a>>);
+            impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+                type Value = First<'a>;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("an array of choices")
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<First<'a>, A::Error> {
+                    let first = seq.next_element::<Choice<'a>>()?;
+                    while seq.next_element::<IgnoredAny>()?.is_some() {}
+                    Ok(First(first))
+                }
+            }
+            d.deserialize_seq(V(std::marker::PhantomData))
+        }
+    }
+    Ok(Option::<First<'a>>::deserialize(d)?.and_then(|f| f.0))
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 pub struct Choice<'a> {
     #[serde(default, borrow)]
     pub delta: Delta<'a>,
@@ -62,7 +93,7 @@ pub struct Choice<'a> {
     pub finish_reason: Option<Cow<'a, str>>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 pub struct Delta<'a> {
     #[serde(default, borrow)]
     pub role: Option<Cow<'a, str>>,
@@ -112,18 +143,15 @@ pub struct CompletionTokensDetails {
     pub reasoning_tokens: Option<u64>,
 }
 
-/// What one `data:` payload is.
-#[derive(Debug)]
-pub enum Payload<'a> {
-    Done,
-    Chunk(Box<ChatChunk<'a>>),
-}
-
-pub fn parse_payload(data: &str) -> Result<Payload<'_>, serde_json::Error> {
+/// One `data:` payload: a chunk, or `None` for the `[DONE]` marker.
+pub fn parse_payload(data: &str) -> Result<Option<ChatChunk<'_>>, serde_json::Error> {
     if data.trim() == "[DONE]" {
-        return Ok(Payload::Done);
+        return Ok(None);
     }
-    serde_json::from_str(data).map(|c| Payload::Chunk(Box::new(c)))
+    match fast::parse(data) {
+        Some(c) => Ok(Some(c)),
+        None => serde_json::from_str(data).map(Some),
+    }
 }
 
 /// A readable message out of an OpenAI-style error object (`{"message": …}`) or anything else.
@@ -140,10 +168,7 @@ mod tests {
     use super::*;
 
     fn chunk(s: &str) -> ChatChunk<'_> {
-        match parse_payload(s).unwrap() {
-            Payload::Chunk(c) => *c,
-            Payload::Done => panic!("not a chunk"),
-        }
+        parse_payload(s).unwrap().expect("a chunk, not [DONE]")
     }
 
     #[test]
@@ -151,8 +176,11 @@ mod tests {
         let c = chunk(
             r#"{"id":"x","choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}"#,
         );
-        assert_eq!(c.choices[0].delta.role.as_deref(), Some("assistant"));
-        assert!(c.choices[0].delta.content.is_none());
+        assert_eq!(
+            c.choice.as_ref().unwrap().delta.role.as_deref(),
+            Some("assistant")
+        );
+        assert!(c.choice.as_ref().unwrap().delta.content.is_none());
     }
 
     #[test]
@@ -160,7 +188,7 @@ mod tests {
         let c = chunk(
             r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17,"prompt_tokens_details":{"cached_tokens":8}}}"#,
         );
-        assert!(c.choices.is_empty());
+        assert!(c.choice.is_none());
         let u = c.usage.unwrap();
         assert_eq!(u.completion_tokens, Some(5));
         assert_eq!(u.prompt_tokens_details.unwrap().cached_tokens, Some(8));
@@ -170,15 +198,21 @@ mod tests {
     fn both_reasoning_field_names() {
         let a = chunk(r#"{"choices":[{"delta":{"reasoning_content":"hmm"}}]}"#);
         let b = chunk(r#"{"choices":[{"delta":{"reasoning":"hmm","content":""}}]}"#);
-        assert_eq!(a.choices[0].delta.reasoning_text(), Some("hmm"));
-        assert_eq!(b.choices[0].delta.reasoning_text(), Some("hmm"));
+        assert_eq!(
+            a.choice.as_ref().unwrap().delta.reasoning_text(),
+            Some("hmm")
+        );
+        assert_eq!(
+            b.choice.as_ref().unwrap().delta.reasoning_text(),
+            Some("hmm")
+        );
         let c = chunk(r#"{"choices":[{"delta":{"reasoning_content":""}}]}"#);
-        assert_eq!(c.choices[0].delta.reasoning_text(), None);
+        assert_eq!(c.choice.as_ref().unwrap().delta.reasoning_text(), None);
     }
 
     #[test]
     fn done_marker_and_garbage() {
-        assert!(matches!(parse_payload(" [DONE] "), Ok(Payload::Done)));
+        assert!(matches!(parse_payload(" [DONE] "), Ok(None)));
         assert!(parse_payload("{not json").is_err());
         let e = chunk(r#"{"error":{"message":"overloaded","type":"server_error"}}"#);
         assert_eq!(error_message(e.error.as_ref().unwrap()), "overloaded");
@@ -189,7 +223,10 @@ mod tests {
         let c = chunk(
             r#"{"object":"chat.completion.chunk","system_fingerprint":null,"choices":[{"index":0,"delta":{"content":"Hi","tool_calls":null},"logprobs":null}],"usage":null}"#,
         );
-        assert_eq!(c.choices[0].delta.content.as_deref(), Some("Hi"));
+        assert_eq!(
+            c.choice.as_ref().unwrap().delta.content.as_deref(),
+            Some("Hi")
+        );
         assert!(c.usage.is_none());
     }
 }
