@@ -93,6 +93,26 @@ impl ArrivalStream {
     pub fn kernel_stamps(&self) -> bool {
         self.kernel
     }
+
+    /// Whether the stream is open with nothing unread: what a pooled connection must be before
+    /// a request goes out on it. It asks the socket (a non-blocking peek), not the reactor,
+    /// whose news of a close the peer sent can be a turn late.
+    pub fn idle_and_open(&self) -> bool {
+        let mut probe = [0u8; 1];
+        #[cfg(target_os = "linux")]
+        let peeked = self.socket.get_ref().peek(&mut probe);
+        #[cfg(not(target_os = "linux"))]
+        let peeked = {
+            let mut buf = ReadBuf::new(&mut probe);
+            let mut cx = Context::from_waker(std::task::Waker::noop());
+            match self.socket.poll_peek(&mut cx, &mut buf) {
+                Poll::Pending => Err(io::ErrorKind::WouldBlock.into()),
+                Poll::Ready(r) => r,
+            }
+        };
+        // Ok(0): the peer closed; Ok(n): bytes nobody asked for; an error: the socket broke.
+        matches!(peeked, Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+    }
 }
 
 /// The process-clock time of a kernel real-time stamp `ts_ns`, from the clocks' nows.

@@ -71,6 +71,14 @@ impl ConnProbe {
         });
     }
 
+    /// The request is being written onto the connection picked for it, at `t` (the direct
+    /// transport's twin of [`StampedBody`]'s stamp).
+    pub fn record_written(&self, t: Nanos) {
+        self.update(|c| {
+            c.written_at.get_or_insert(t);
+        });
+    }
+
     fn update(&self, f: impl FnOnce(&mut ConnPhases)) {
         if let Ok(mut g) = self.inner.lock() {
             f(&mut g);

@@ -1,5 +1,6 @@
-//! The measured path's transport for plain HTTP/1.1: hyper's connection-level client, each
-//! request driving its own connection in its own task, over an [`ArrivalStream`].
+//! The measured path's transport for plain HTTP/1.1: each request reads and writes its own
+//! connection in its own task, over an [`ArrivalStream`], with the HTTP/1.1 framing of
+//! [`crate::h1`].
 //!
 //! Not reqwest's pooled client, for two measured reasons:
 //! - **Arrival stamps.** reqwest owns its sockets, so a read can only be stamped when the
@@ -7,30 +8,27 @@
 //!   At c=64 the 64 first tokens of a wave arrive together and one worker thread takes them in
 //!   turn; the last was stamped about a millisecond late. Here each read keeps the kernel's
 //!   receive stamp ([`voxlat_core::arrival`]).
-//! - **Cost.** No connection task, no channel hop and no wake-up per token: one task reads, parses
-//!   and stamps. The benchmark `ttft_accuracy` gives both figures.
+//! - **Cost.** No connection task, no channel hop and no wake-up per token: one task reads,
+//!   parses and stamps. The benchmark `ttft_accuracy` gives both figures.
 //!
-//! hyper still does all of HTTP/1.1 (framing, chunked bodies, keep-alive). https, HTTP/2 and
-//! proxies stay with reqwest (`transport.rs` picks).
+//! https, HTTP/2 and proxies stay with reqwest (`transport.rs` picks).
 
-use crate::connection::{ConnProbe, DnsError, StampedBody};
-use bytes::Bytes;
-use hyper::body::{Body, Incoming};
-use hyper::client::conn::http1::{self, Connection, SendRequest};
-use hyper_util::rt::TokioIo;
-use std::future::{poll_fn, Future};
+use crate::connection::{ConnProbe, DnsError};
+use crate::h1::{self, BodyReader, H1Error, Piece, ResponseHead};
+use bytes::{Bytes, BytesMut};
 use std::net::{IpAddr, SocketAddr};
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use voxlat_core::arrival::{ArrivalStream, LastArrival};
 use voxlat_core::{clock, Nanos};
 
-type Io = TokioIo<ArrivalStream>;
-
 /// Idle connections kept at most; more than any concurrency a cell runs at would need.
 const MAX_IDLE: usize = 4096;
+/// Room asked of the buffer before each read: a token's event is a few hundred bytes.
+const READ_SIZE: usize = 8 * 1024;
+/// A response head larger than this is refused rather than buffered on.
+const MAX_HEAD: usize = 64 * 1024;
 
 /// Why a connection could not be had.
 #[derive(Debug, thiserror::Error)]
@@ -49,26 +47,33 @@ pub enum ConnectError {
     },
     #[error("cannot set up the connected socket: {0}")]
     Socket(#[source] std::io::Error),
-    #[error("HTTP/1.1 handshake: {0}")]
-    Handshake(#[source] hyper::Error),
 }
 
 /// Why an exchange on a connection failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ExchangeError {
-    /// The connection ended (the server closed it, or it broke) with the exchange unfinished.
-    #[error("the connection closed")]
+    /// The connection ended (the server closed it, or it broke) before any response byte.
+    #[error("the connection closed before any response byte")]
     Closed,
+    #[error("connection error: {0}")]
+    Io(#[from] std::io::Error),
     #[error(transparent)]
-    Http(#[from] hyper::Error),
+    Http(#[from] H1Error),
+    #[error("the response head grew past {} KiB without ending", MAX_HEAD >> 10)]
+    HeadTooLarge,
 }
 
 impl ExchangeError {
     /// The connection closed or broke before the response: what a retry is for.
     pub fn closed(&self) -> bool {
+        use std::io::ErrorKind::*;
         match self {
             ExchangeError::Closed => true,
-            ExchangeError::Http(e) => crate::http_error::closed_in_chain(e),
+            ExchangeError::Io(e) => matches!(
+                e.kind(),
+                ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof
+            ),
+            ExchangeError::Http(_) | ExchangeError::HeadTooLarge => false,
         }
     }
 }
@@ -84,13 +89,15 @@ pub struct DirectPool {
     keep: bool,
 }
 
-/// One connection: hyper's request handle and the connection state it drives.
+/// One connection, and where the response on it stands.
 pub struct DirectConn {
-    sender: SendRequest<StampedBody>,
-    conn: Connection<Io, StampedBody>,
+    stream: ArrivalStream,
     arrivals: Arc<LastArrival>,
-    /// The connection's future finished: the server closed it, or it failed.
-    ended: bool,
+    /// Bytes read and not yet consumed.
+    buf: BytesMut,
+    body: BodyReader,
+    /// The response allows another request on this connection once its body is read.
+    keep_alive: bool,
 }
 
 impl DirectPool {
@@ -106,16 +113,15 @@ impl DirectPool {
 
     /// A live pooled connection (unless `fresh`), else a new one with its phases on `probe`.
     /// A pooled connection the server has closed meanwhile is seen here, not after a request
-    /// was sent on it: one poll of an idle connection reads the close.
+    /// was sent on it.
     pub async fn checkout(
         &self,
         probe: &ConnProbe,
         fresh: bool,
     ) -> Result<DirectConn, ConnectError> {
         if !fresh {
-            while let Some(mut c) = self.idle.lock().ok().and_then(|mut v| v.pop()) {
-                c.poll_idle();
-                if !c.ended && !c.sender.is_closed() {
+            while let Some(c) = self.idle.lock().ok().and_then(|mut v| v.pop()) {
+                if c.stream.idle_and_open() {
                     return Ok(c);
                 }
             }
@@ -124,12 +130,9 @@ impl DirectPool {
     }
 
     /// Puts a connection whose response was read to its end back for the next request.
-    pub fn checkin(&self, mut c: DirectConn) {
-        if !self.keep {
-            return;
-        }
-        c.poll_idle();
-        if c.ended || c.sender.is_closed() {
+    pub fn checkin(&self, c: DirectConn) {
+        let reusable = c.keep_alive && c.body == BodyReader::Done && c.buf.is_empty();
+        if !self.keep || !reusable {
             return;
         }
         if let Ok(mut idle) = self.idle.lock() {
@@ -179,101 +182,76 @@ impl DirectPool {
         // Tokens are small writes; Nagle would hold the request's last segment.
         let _ = tcp.set_nodelay(true);
         let stream = ArrivalStream::new(tcp).map_err(ConnectError::Socket)?;
-        let arrivals = stream.arrivals();
-        let (sender, conn) = http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(ConnectError::Handshake)?;
         probe.record_connect(dns_done.elapsed(), clock::now(), false);
         Ok(DirectConn {
-            sender,
-            conn,
-            arrivals,
-            ended: false,
+            arrivals: stream.arrivals(),
+            stream,
+            buf: BytesMut::new(),
+            body: BodyReader::Done,
+            keep_alive: false,
         })
     }
 }
 
 impl DirectConn {
-    /// One poll of the connection with no one to wake: reads a close the server sent while
-    /// the connection sat idle, and lets a finished exchange return it to idle.
-    fn poll_idle(&mut self) {
-        let mut cx = Context::from_waker(Waker::noop());
-        self.poll_conn(&mut cx);
-    }
-
-    fn poll_conn(&mut self, cx: &mut Context<'_>) {
-        if !self.ended && Pin::new(&mut self.conn).poll(cx).is_ready() {
-            self.ended = true;
-        }
-    }
-
     /// When the newest bytes read on this connection arrived.
     pub fn last_arrival(&self) -> Option<Nanos> {
         self.arrivals.get()
     }
 
-    /// Sends `req` and waits for the response head, driving the connection meanwhile. A
-    /// connection that ends first fails it as [`ExchangeError::Closed`]: hyper's handle would
-    /// wait on an ended connection until the headers timeout.
+    /// Writes `request` (head and body, whole) and reads the response head. A connection
+    /// that ends before any response byte fails it as [`ExchangeError::Closed`].
     pub async fn send(
         &mut self,
-        req: hyper::Request<StampedBody>,
-    ) -> Result<hyper::Response<Incoming>, ExchangeError> {
-        let ready = poll_fn(|cx| {
-            self.poll_conn(cx);
-            match self.sender.poll_ready(cx) {
-                Poll::Ready(r) => Poll::Ready(r.map_err(ExchangeError::from)),
-                Poll::Pending if self.ended => Poll::Ready(Err(ExchangeError::Closed)),
-                Poll::Pending => Poll::Pending,
+        request: &[u8],
+        probe: &ConnProbe,
+    ) -> Result<ResponseHead, ExchangeError> {
+        probe.record_written(clock::now());
+        self.stream.write_all(request).await?;
+        loop {
+            if let Some((head, len)) = h1::parse_head(&self.buf)? {
+                let _ = self.buf.split_to(len);
+                self.body = head.body.clone();
+                self.keep_alive = head.keep_alive;
+                return Ok(head);
             }
-        });
-        ready.await?;
-        let mut response = std::pin::pin!(self.sender.send_request(req));
-        poll_fn(|cx| {
-            if let Poll::Ready(r) = response.as_mut().poll(cx) {
-                return Poll::Ready(r.map_err(ExchangeError::from));
+            if self.buf.len() > MAX_HEAD {
+                return Err(ExchangeError::HeadTooLarge);
             }
-            self.poll_conn(cx);
-            match response.as_mut().poll(cx) {
-                Poll::Ready(r) => Poll::Ready(r.map_err(ExchangeError::from)),
-                Poll::Pending if self.ended => Poll::Ready(Err(ExchangeError::Closed)),
-                Poll::Pending => Poll::Pending,
+            if self.read().await? == 0 {
+                return Err(match self.buf.is_empty() {
+                    true => ExchangeError::Closed,
+                    false => H1Error::Head("the connection closed inside it".into()).into(),
+                });
             }
-        })
-        .await
+        }
     }
 
     /// The next piece of the body with the arrival time of the read that delivered it;
     /// `None` at its end.
-    pub async fn next_data(
-        &mut self,
-        body: &mut Incoming,
-    ) -> Option<Result<(Bytes, Nanos), ExchangeError>> {
-        let mut after_end = false;
-        poll_fn(|cx| loop {
-            match Pin::new(&mut *body).poll_frame(cx) {
-                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
-                    Ok(data) => {
-                        let t = self.arrivals.get().unwrap_or_else(clock::now);
-                        return Poll::Ready(Some(Ok((data, t))));
-                    }
-                    // Trailers: nothing to measure.
-                    Err(_) => continue,
-                },
-                Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e.into()))),
-                Poll::Ready(None) => return Poll::Ready(None),
-                Poll::Pending if after_end => return Poll::Ready(Some(Err(ExchangeError::Closed))),
-                Poll::Pending => {}
+    pub async fn next_data(&mut self) -> Option<Result<(Bytes, Nanos), ExchangeError>> {
+        loop {
+            match self.body.next(&mut self.buf) {
+                Ok(Some(Piece::Data(data))) => {
+                    let t = self.arrivals.get().unwrap_or_else(clock::now);
+                    return Some(Ok((data, t)));
+                }
+                Ok(Some(Piece::End)) => return None,
+                Ok(None) => {}
+                Err(e) => return Some(Err(e.into())),
             }
-            self.poll_conn(cx);
-            if self.ended {
-                // The body learns of the end on its next poll, or never: then it is cut off.
-                after_end = true;
-                continue;
+            match self.read().await {
+                Ok(0) => return self.body.at_eof().err().map(|e| Err(e.into())),
+                Ok(_) => {}
+                Err(e) => return Some(Err(e.into())),
             }
-            return Poll::Pending;
-        })
-        .await
+        }
+    }
+
+    /// One read into the buffer; 0 at the end of the stream.
+    async fn read(&mut self) -> std::io::Result<usize> {
+        self.buf.reserve(READ_SIZE);
+        self.stream.read_buf(&mut self.buf).await
     }
 }
 

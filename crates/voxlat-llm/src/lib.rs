@@ -10,6 +10,7 @@ pub mod config;
 pub mod connection;
 pub mod direct;
 pub mod error;
+pub mod h1;
 pub mod http_error;
 pub mod record;
 pub mod sse;

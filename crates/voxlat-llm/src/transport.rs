@@ -29,7 +29,7 @@ pub enum Transport {
     Direct {
         pool: Arc<DirectPool>,
         /// The chat URL's `Host` header and path, worked out once.
-        host: hyper::header::HeaderValue,
+        authority: String,
         path: String,
     },
     Full {
@@ -67,7 +67,6 @@ pub enum Exchange {
     Direct {
         // Boxed: a connection's state is far larger than reqwest's stream handle.
         conn: Box<DirectConn>,
-        body: hyper::body::Incoming,
         pool: Arc<DirectPool>,
         ended: bool,
     },
@@ -86,16 +85,20 @@ impl Transport {
         opts: &crate::ClientOptions,
     ) -> Result<(Head, Exchange), SendFailure> {
         match self {
-            Transport::Direct { pool, host, path } => {
+            Transport::Direct {
+                pool,
+                authority,
+                path,
+            } => {
                 let fresh = fresh || opts.fresh_connections;
+                let request = direct_request(endpoint, out, authority, path)?;
                 let sending = async {
                     let mut conn = pool
                         .checkout(probe, fresh)
                         .await
                         .map_err(|e| SendFailure::Failed(connect_error(e, out.url, opts)))?;
-                    let req = direct_request(endpoint, out, host, path, probe)?;
-                    match conn.send(req).await {
-                        Ok(resp) => Ok((conn, resp)),
+                    match conn.send(&request, probe).await {
+                        Ok(head) => Ok((conn, head)),
                         Err(e) if e.closed() => Err(SendFailure::Closed(chain(&e))),
                         Err(e) => Err(SendFailure::Failed(LlmError::Other(format!(
                             "request to {} failed: {}",
@@ -107,25 +110,18 @@ impl Transport {
                 let (conn, resp) = tokio::time::timeout(opts.headers_timeout, sending)
                     .await
                     .map_err(|_| SendFailure::Timeout)??;
-                let header = |n: &str| {
-                    resp.headers()
-                        .get(n)
-                        .and_then(|v| v.to_str().ok())
-                        .map(str::to_string)
-                };
                 let head = Head {
                     arrived: conn.last_arrival(),
-                    status: resp.status().as_u16(),
-                    version: format!("{:?}", resp.version()),
-                    request_id: header("x-request-id"),
-                    content_type: header("content-type"),
-                    retry_after: header("retry-after"),
+                    status: resp.status,
+                    version: if resp.http10 { "HTTP/1.0" } else { "HTTP/1.1" }.to_string(),
+                    request_id: resp.request_id,
+                    content_type: resp.content_type,
+                    retry_after: resp.retry_after,
                 };
                 Ok((
                     head,
                     Exchange::Direct {
                         conn: Box::new(conn),
-                        body: resp.into_body(),
                         pool: pool.clone(),
                         ended: false,
                     },
@@ -181,9 +177,7 @@ impl Exchange {
     /// is the cause's words.
     pub async fn next(&mut self) -> Option<Result<(Bytes, Nanos), String>> {
         match self {
-            Exchange::Direct {
-                conn, body, ended, ..
-            } => match conn.next_data(body).await {
+            Exchange::Direct { conn, ended, .. } => match conn.next_data().await {
                 None => {
                     *ended = true;
                     None
@@ -227,7 +221,7 @@ impl Transport {
     /// The direct transport to `target`.
     pub fn direct(target: DirectTarget, opts: &crate::ClientOptions) -> Option<Transport> {
         Some(Transport::Direct {
-            host: hyper::header::HeaderValue::from_str(&target.authority).ok()?,
+            authority: target.authority,
             path: target.path,
             pool: Arc::new(DirectPool::new(
                 target.host,
@@ -239,38 +233,39 @@ impl Transport {
     }
 }
 
+/// The request's bytes, head and body, as the direct transport writes them in one go.
 fn direct_request(
     endpoint: &Endpoint,
     out: &Outgoing<'_>,
-    host: &hyper::header::HeaderValue,
+    authority: &str,
     path: &str,
-    probe: &Arc<ConnProbe>,
-) -> Result<hyper::Request<StampedBody>, SendFailure> {
-    let mut b = hyper::Request::post(path)
-        .header(hyper::header::HOST, host.clone())
-        .header(
-            hyper::header::USER_AGENT,
-            concat!("voxlat/", env!("CARGO_PKG_VERSION")),
-        )
-        .header("x-request-id", out.request_id)
-        .header("traceparent", out.traceparent.as_str())
-        .header(hyper::header::ACCEPT, "text/event-stream")
-        .header(hyper::header::CONTENT_TYPE, "application/json")
-        .header(hyper::header::CONTENT_LENGTH, out.body.len());
+) -> Result<Vec<u8>, SendFailure> {
+    use std::fmt::Write;
+    let mut head = String::with_capacity(256);
+    // Writing into a String cannot fail.
+    let _ = write!(
+        head,
+        "POST {path} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: voxlat/{}\r\nX-Request-Id: {}\r\ntraceparent: {}\r\nAccept: text/event-stream\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+        env!("CARGO_PKG_VERSION"),
+        out.request_id,
+        out.traceparent,
+        out.body.len()
+    );
     if let Some(k) = endpoint.key() {
-        b = b.header(
-            hyper::header::AUTHORIZATION,
-            format!("Bearer {}", k.expose()),
-        );
+        let value = format!("Bearer {}", k.expose());
+        // The key is the user's: a line break in it would end the header early.
+        if let Err(e) = hyper::header::HeaderValue::from_str(&value) {
+            return Err(SendFailure::Failed(LlmError::Other(format!(
+                "cannot build the request to {}: the API key holds a character a header cannot carry ({e})",
+                out.url
+            ))));
+        }
+        let _ = write!(head, "Authorization: {value}\r\n");
     }
-    b.body(StampedBody::new(out.body.clone(), probe.clone()))
-        .map_err(|e| {
-            SendFailure::Failed(LlmError::Other(format!(
-                "cannot build the request to {}: {}",
-                out.url,
-                http_error::scrub(endpoint, &e.to_string())
-            )))
-        })
+    head.push_str("\r\n");
+    let mut bytes = head.into_bytes();
+    bytes.extend_from_slice(&out.body);
+    Ok(bytes)
 }
 
 /// A connection that could not be had, in the same classes reqwest's failures get.
