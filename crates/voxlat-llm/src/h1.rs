@@ -129,8 +129,9 @@ fn head_from(
         BodyReader::Close
     };
     // A body framed by both headers, or by neither, leaves the connection unusable after it.
-    let framed = !matches!(body, BodyReader::Close) && !(last_coding.is_some() && length.is_some());
-    let keep_alive = framed && !close && (!http10 || keep);
+    let ambiguous =
+        matches!(body, BodyReader::Close) || (last_coding.is_some() && length.is_some());
+    let keep_alive = !ambiguous && !close && (!http10 || keep);
     Ok(ResponseHead {
         status,
         http10,
