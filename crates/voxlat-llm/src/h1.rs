@@ -203,6 +203,12 @@ impl BodyReader {
                     return Ok(Some(Piece::Data(data)));
                 }
                 BodyReader::Chunked(state) => {
+                    // The usual framing, whole in the buffer, in one step: `\r\n` after the
+                    // data, then a bare size line. Anything else goes byte by byte.
+                    if let Some(next) = whole_framing(*state, buf) {
+                        *state = next;
+                        continue;
+                    }
                     let Some(&c) = buf.first() else {
                         return Ok(None);
                     };
@@ -237,6 +243,40 @@ fn take(buf: &mut BytesMut, left: &mut u64) -> Option<Bytes> {
     let n = usize::try_from(*left).map_or(buf.len(), |l| l.min(buf.len()));
     *left -= n as u64;
     Some(buf.split_to(n).freeze())
+}
+
+/// The state after the framing at the front of `buf` when it is the common case, whole: the
+/// line end after a chunk's data, or a size line of hex digits alone. Consumes it. `None`:
+/// not that case, or not all there yet (the byte-wise path then decides, the same way).
+fn whole_framing(state: Chunk, buf: &mut BytesMut) -> Option<Chunk> {
+    match state {
+        Chunk::DataEnd { cr: false } if buf.starts_with(b"\r\n") => {
+            buf.advance(2);
+            Some(Chunk::Size { n: 0, digits: 0 })
+        }
+        Chunk::Size { n: 0, digits: 0 } => {
+            let digits = buf
+                .iter()
+                .take(17)
+                .take_while(|c| c.is_ascii_hexdigit())
+                .count();
+            if digits == 0 || digits > 16 || !buf[digits..].starts_with(b"\r\n") {
+                return None;
+            }
+            let n = buf[..digits].iter().fold(0u64, |n, &c| {
+                n << 4 | u64::from((c as char).to_digit(16).unwrap_or(0))
+            });
+            buf.advance(digits + 2);
+            Some(match n {
+                0 => Chunk::Trailers {
+                    line_start: true,
+                    cr: false,
+                },
+                n => Chunk::Data(n),
+            })
+        }
+        _ => None,
+    }
 }
 
 /// One framing byte of a chunked body: the next state, or `None` when the body ended.

@@ -201,8 +201,35 @@ impl<'a> Reader<'a> {
         match self.peek()? {
             b'"' => self.string().map(drop),
             b'n' => self.null(),
+            b'-' | b'0'..=b'9' if self.integer() => Some(()),
             _ => self.serde::<IgnoredAny>().map(drop),
         }
+    }
+
+    /// Steps over a plain integer (`index`, `created`): `-?(0|[1-9][0-9]*)` ending where a
+    /// value may end. False for anything else (a fraction, an exponent, a malformed number),
+    /// with nothing consumed: serde_json reads those.
+    fn integer(&mut self) -> bool {
+        let b = self.s.as_bytes();
+        let mut j = self.i + usize::from(b.get(self.i) == Some(&b'-'));
+        match b.get(j) {
+            Some(b'0') => j += 1,
+            Some(b'1'..=b'9') => {
+                j += 1;
+                while b.get(j).is_some_and(u8::is_ascii_digit) {
+                    j += 1;
+                }
+            }
+            _ => return false,
+        }
+        let ends = matches!(
+            b.get(j),
+            Some(b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
+        );
+        if ends {
+            self.i = j;
+        }
+        ends
     }
 
     /// `choices`: `null`, or an array whose first element, if any, is read.
@@ -329,6 +356,9 @@ mod tests {
             r#"{"a":"x\qy"}"#,
             "{\"a\":\"tab\there\"}",
             r#"{"a":01}"#,
+            r#"{"a":-}"#,
+            r#"{"a":1.}"#,
+            r#"{"a":-01}"#,
             r#"{"choices":[]} x"#,
             r#"{"choices":["#,
             r#"{"a":"unterminated"#,

@@ -45,15 +45,20 @@ pub struct ChatChunk<'a> {
 impl ChatChunk<'_> {
     /// Ollama's timing fields, by their own names, when any is present.
     pub fn ollama_timings(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
-        let mut m = serde_json::Map::new();
-        for (k, v) in [
+        let fields = [
             ("load_duration", self.load_duration),
             ("prompt_eval_duration", self.prompt_eval_duration),
             ("prompt_eval_count", self.prompt_eval_count),
             ("eval_duration", self.eval_duration),
             ("eval_count", self.eval_count),
             ("total_duration", self.total_duration),
-        ] {
+        ];
+        // Asked of every chunk, and almost no chunk has any.
+        if fields.iter().all(|(_, v)| v.is_none()) {
+            return None;
+        }
+        let mut m = serde_json::Map::new();
+        for (k, v) in fields {
             if let Some(v) = v {
                 m.insert(k.into(), v.into());
             }
