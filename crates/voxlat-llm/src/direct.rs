@@ -15,7 +15,7 @@
 
 use crate::connection::{ConnProbe, DnsError};
 use crate::h1::{self, BodyReader, H1Error, Piece, ResponseHead};
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -66,13 +66,9 @@ pub enum ExchangeError {
 impl ExchangeError {
     /// The connection closed or broke before the response: what a retry is for.
     pub fn closed(&self) -> bool {
-        use std::io::ErrorKind::*;
         match self {
             ExchangeError::Closed => true,
-            ExchangeError::Io(e) => matches!(
-                e.kind(),
-                ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof
-            ),
+            ExchangeError::Io(e) => crate::http_error::io_closed(e),
             ExchangeError::Http(_) | ExchangeError::HeadTooLarge => false,
         }
     }
@@ -210,7 +206,7 @@ impl DirectConn {
         self.stream.write_all(request).await?;
         loop {
             if let Some((head, len)) = h1::parse_head(&self.buf)? {
-                let _ = self.buf.split_to(len);
+                self.buf.advance(len);
                 self.body = head.body.clone();
                 self.keep_alive = head.keep_alive;
                 return Ok(head);

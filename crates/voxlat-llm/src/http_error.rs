@@ -180,21 +180,26 @@ pub fn closed_before_response(e: &reqwest::Error) -> bool {
 
 /// Whether `e` or an error below it says the connection closed, was reset or broke: hyper's
 /// incomplete message or cancelled dispatch, or such an I/O error.
-pub fn closed_in_chain(e: &(dyn std::error::Error + 'static)) -> bool {
+fn closed_in_chain(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut closed = false;
     visit_sources(e, &mut |err| {
         if let Some(h) = err.downcast_ref::<hyper::Error>() {
             closed |= h.is_incomplete_message() || h.is_canceled();
         }
         if let Some(io) = err.downcast_ref::<std::io::Error>() {
-            use std::io::ErrorKind::*;
-            closed |= matches!(
-                io.kind(),
-                ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof
-            );
+            closed |= io_closed(io);
         }
     });
     closed
+}
+
+/// An I/O error that means the connection closed, was reset or broke (both transports).
+pub fn io_closed(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof
+    )
 }
 
 pub fn header_str(resp: &reqwest::Response, name: &str) -> Option<String> {

@@ -63,7 +63,7 @@ impl ChatChunk<'_> {
                 m.insert(k.into(), v.into());
             }
         }
-        (!m.is_empty()).then_some(m)
+        Some(m)
     }
 }
 
