@@ -11,10 +11,10 @@ use crate::direct::direct_target;
 use crate::error::{truncate_body, LlmError};
 use crate::http_error::{self, chain};
 use crate::record::{DeltaStamp, Retry, StreamOutcome};
-use crate::sse::{SseEvent, SseParser, MAX_EVENT_BYTES};
+use crate::sse::{SseEventRef, SseParser, MAX_EVENT_BYTES};
 use crate::think::ThinkSplitter;
 use crate::transport::{Outgoing, SendFailure, Transport};
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
@@ -277,8 +277,9 @@ impl LlmClient {
         }
 
         let mut parser = SseParser::new();
-        let mut events: Vec<SseEvent> = Vec::new();
         let mut think = ThinkSplitter::new();
+        // The first error an event raised; the events after it in the same read are not read.
+        let mut failed: Option<LlmError> = None;
         // One timer for the whole stream, pushed back lazily: a read only notes the arrival
         // stamp it takes anyway, and the timer, when it fires early, re-arms itself from the
         // last read. A fresh timeout per read cost a timer-wheel insert and removal per token.
@@ -287,14 +288,24 @@ impl LlmClient {
         let idle = tokio::time::sleep(wait);
         tokio::pin!(idle);
         loop {
+            let mut ready = None;
             if out.done_marker && wait != AFTER_DONE_GRACE {
-                wait = AFTER_DONE_GRACE;
-                idle.as_mut().reset(tokio::time::Instant::now() + wait);
+                // The body's end nearly always came in the read that brought `[DONE]`. Only when
+                // it did not is the short timer armed: a deadline earlier than every other
+                // timer's wakes the runtime's driver (an eventfd write and a wakeup per request).
+                ready = exchange.next().now_or_never();
+                if ready.is_none() {
+                    wait = AFTER_DONE_GRACE;
+                    idle.as_mut().reset(tokio::time::Instant::now() + wait);
+                }
             }
-            let next = tokio::select! {
-                biased;
-                n = exchange.next() => Ok(n),
-                () = &mut idle => Err(()),
+            let next = match ready {
+                Some(n) => Ok(n),
+                None => tokio::select! {
+                    biased;
+                    n = exchange.next() => Ok(n),
+                    () = &mut idle => Err(()),
+                },
             };
             if next.is_err() {
                 let t = clock::now();
@@ -322,9 +333,13 @@ impl LlmClient {
                 }
                 Ok(Some(Ok((bytes, t)))) => {
                     last_read = t;
-                    parser.feed(&bytes, &mut events);
-                    for ev in events.drain(..) {
-                        handle_event(ev, t, tl, out, &mut think, on_delta)?;
+                    parser.feed_with(&bytes, &mut |ev| {
+                        if failed.is_none() {
+                            failed = handle_event(ev, t, tl, out, &mut think, on_delta).err();
+                        }
+                    });
+                    if let Some(e) = failed {
+                        return Err(e);
                     }
                     if parser.pending_bytes() > MAX_EVENT_BYTES {
                         return Err(LlmError::InvalidChunk {
@@ -340,9 +355,13 @@ impl LlmClient {
         }
         exchange.finish();
         let t = clock::now();
-        parser.finish(&mut events);
-        for ev in events.drain(..) {
-            handle_event(ev, t, tl, out, &mut think, on_delta)?;
+        parser.finish_with(&mut |ev| {
+            if failed.is_none() {
+                failed = handle_event(ev, t, tl, out, &mut think, on_delta).err();
+            }
+        });
+        if let Some(e) = failed {
+            return Err(e);
         }
         for piece in think.finish() {
             emit(tl, out, piece.t, piece.reasoning, &piece.text, on_delta);
@@ -428,7 +447,7 @@ impl LlmClient {
 }
 
 fn handle_event<F: FnMut(TextDelta<'_>)>(
-    ev: SseEvent,
+    ev: SseEventRef<'_>,
     t: Nanos,
     tl: &Timeline,
     out: &mut StreamOutcome,
@@ -437,15 +456,15 @@ fn handle_event<F: FnMut(TextDelta<'_>)>(
 ) -> Result<(), LlmError> {
     out.events += 1;
     tl.mark_at(EventKind::LlmFirstEvent, t);
-    if ev.event.as_deref() == Some("error") {
-        let message = serde_json::from_str::<serde_json::Value>(&ev.data)
+    if ev.event == Some("error") {
+        let message = serde_json::from_str::<serde_json::Value>(ev.data)
             .map(|v| chunk::error_message(v.get("error").unwrap_or(&v)))
-            .unwrap_or_else(|_| ev.data.clone());
+            .unwrap_or_else(|_| ev.data.to_string());
         return Err(LlmError::StreamError { message });
     }
-    let payload = chunk::parse_payload(&ev.data).map_err(|e| LlmError::InvalidChunk {
+    let payload = chunk::parse_payload(ev.data).map_err(|e| LlmError::InvalidChunk {
         detail: e.to_string(),
-        data: truncate_body(&ev.data),
+        data: truncate_body(ev.data),
     })?;
     let Some(c) = payload else {
         out.done_marker = true;

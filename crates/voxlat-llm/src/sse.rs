@@ -15,6 +15,27 @@ pub struct SseEvent {
     pub id: Option<String>,
 }
 
+/// One dispatched event, lent by the parser to the callback of [`SseParser::feed_with`]: the
+/// client reads each event once, in place, so no event costs an allocation of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SseEventRef<'a> {
+    /// The `event:` field, if any (`None` means the default type, "message").
+    pub event: Option<&'a str>,
+    /// The `data:` lines joined with `\n`.
+    pub data: &'a str,
+    pub id: Option<&'a str>,
+}
+
+impl SseEventRef<'_> {
+    pub fn to_event(self) -> SseEvent {
+        SseEvent {
+            event: self.event.map(str::to_string),
+            data: self.data.to_string(),
+            id: self.id.map(str::to_string),
+        }
+    }
+}
+
 /// The largest event the client accepts. Real chunks are a few hundred bytes; even a whole
 /// long answer in one event fits easily. Past this the stream is not SSE as an LLM server
 /// sends it, and buffering on would only end in running out of memory.
@@ -61,6 +82,11 @@ impl SseParser {
 
     /// Feeds bytes as they arrive; complete events are appended to `out`.
     pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) {
+        self.feed_with(bytes, &mut |ev| out.push(ev.to_event()));
+    }
+
+    /// Feeds bytes as they arrive; each complete event is handed to `on_event`, in order.
+    pub fn feed_with<F: FnMut(SseEventRef<'_>)>(&mut self, bytes: &[u8], on_event: &mut F) {
         if self.at_stream_start {
             // A UTF-8 byte order mark may only start the stream, and a read may end inside it
             // (found by fuzzing): hold the first bytes until they decide.
@@ -71,15 +97,16 @@ impl SseParser {
             }
             self.at_stream_start = false;
             let held = std::mem::take(&mut self.start);
-            self.feed_bytes(held.strip_prefix(BOM).unwrap_or(&held), out);
+            self.feed_bytes(held.strip_prefix(BOM).unwrap_or(&held), on_event);
             return;
         }
-        self.feed_bytes(bytes, out);
+        self.feed_bytes(bytes, on_event);
     }
 
-    fn feed_bytes(&mut self, mut bytes: &[u8], out: &mut Vec<SseEvent>) {
-        // Whole runs between line ends are copied at once: this runs for every read of every
-        // stream, and a byte-at-a-time push was a visible share of the client's CPU.
+    fn feed_bytes<F: FnMut(SseEventRef<'_>)>(&mut self, mut bytes: &[u8], on_event: &mut F) {
+        // A line that ends inside this read is taken where it lies; only a line split across
+        // reads is gathered in `line`. This runs for every read of every stream, and the
+        // copies and the byte-at-a-time push were a visible share of the client's CPU.
         while !bytes.is_empty() {
             if self.after_cr && bytes[0] == b'\n' {
                 bytes = &bytes[1..];
@@ -88,9 +115,13 @@ impl SseParser {
             }
             match memchr::memchr2(b'\n', b'\r', bytes) {
                 Some(i) => {
-                    self.line.extend_from_slice(&bytes[..i]);
                     self.after_cr = bytes[i] == b'\r';
-                    self.end_line(out);
+                    if self.line.is_empty() {
+                        self.take_line(&bytes[..i], on_event);
+                    } else {
+                        self.line.extend_from_slice(&bytes[..i]);
+                        self.take_gathered_line(on_event);
+                    }
                     bytes = &bytes[i + 1..];
                 }
                 None => {
@@ -105,62 +136,74 @@ impl SseParser {
     /// At end of stream: dispatches an event that was not followed by a blank line (many
     /// servers omit it on the last event). Returns true if there was one.
     pub fn finish(&mut self, out: &mut Vec<SseEvent>) -> bool {
+        self.finish_with(&mut |ev| out.push(ev.to_event()))
+    }
+
+    /// [`SseParser::finish`], handing the last event to `on_event`.
+    pub fn finish_with<F: FnMut(SseEventRef<'_>)>(&mut self, on_event: &mut F) -> bool {
         if self.at_stream_start {
             // The stream ended inside what could have been a byte order mark: it was data.
             self.at_stream_start = false;
             let held = std::mem::take(&mut self.start);
-            self.feed_bytes(&held, out);
+            self.feed_bytes(&held, on_event);
         }
         if !self.line.is_empty() {
-            self.end_line(out);
+            self.take_gathered_line(on_event);
         }
         let pending = self.has_data;
-        self.dispatch(out);
+        self.dispatch(on_event);
         pending
     }
 
-    fn end_line(&mut self, out: &mut Vec<SseEvent>) {
-        if self.line.is_empty() {
-            self.dispatch(out);
-            return;
-        }
-        // Read in place and cleared after, so the line buffer keeps its capacity.
-        // Valid UTF-8 is checked the fast way; only a broken line pays for the lossy walk.
-        let line = match std::str::from_utf8(&self.line) {
-            Ok(l) => std::borrow::Cow::Borrowed(l),
-            Err(_) => String::from_utf8_lossy(&self.line),
-        };
-        if line.starts_with(':') {
-            self.comments += 1;
-        } else {
-            let (field, value) = match line.split_once(':') {
-                Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
-                None => (line.as_ref(), ""),
-            };
-            match field {
-                "data" => {
-                    if self.has_data {
-                        self.data.push('\n');
-                    }
-                    self.data.push_str(value);
-                    self.has_data = true;
-                }
-                "event" => self.event = Some(value.to_string()),
-                "id" if !value.contains('\0') => self.id = Some(value.to_string()),
-                _ => {} // `retry` and unknown fields are ignored, as the spec says.
-            }
-        }
+    /// The line gathered in `line`, which keeps its capacity for the next one.
+    fn take_gathered_line<F: FnMut(SseEventRef<'_>)>(&mut self, on_event: &mut F) {
+        let line = std::mem::take(&mut self.line);
+        self.take_line(&line, on_event);
+        self.line = line;
         self.line.clear();
     }
 
-    fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
+    fn take_line<F: FnMut(SseEventRef<'_>)>(&mut self, line: &[u8], on_event: &mut F) {
+        if line.is_empty() {
+            self.dispatch(on_event);
+            return;
+        }
+        // Valid UTF-8 is checked the fast way; only a broken line pays for the lossy walk.
+        let line = match std::str::from_utf8(line) {
+            Ok(l) => std::borrow::Cow::Borrowed(l),
+            Err(_) => String::from_utf8_lossy(line),
+        };
+        if line.starts_with(':') {
+            self.comments += 1;
+            return;
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
+            None => (line.as_ref(), ""),
+        };
+        match field {
+            "data" => {
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.data.push_str(value);
+                self.has_data = true;
+            }
+            "event" => self.event = Some(value.to_string()),
+            "id" if !value.contains('\0') => self.id = Some(value.to_string()),
+            _ => {} // `retry` and unknown fields are ignored, as the spec says.
+        }
+    }
+
+    fn dispatch<F: FnMut(SseEventRef<'_>)>(&mut self, on_event: &mut F) {
         if self.has_data {
-            out.push(SseEvent {
-                event: self.event.take(),
-                data: std::mem::take(&mut self.data),
-                id: self.id.clone(),
+            on_event(SseEventRef {
+                event: self.event.as_deref(),
+                data: &self.data,
+                id: self.id.as_deref(),
             });
         }
+        // Cleared, not taken: the buffer's capacity serves the next event.
         self.has_data = false;
         self.data.clear();
         self.event = None;
