@@ -19,8 +19,36 @@ use serde::Deserialize;
 use std::borrow::Cow;
 
 /// The chunk, where the payload has the common shape and is valid; else `None`.
+#[cfg(test)]
 pub(super) fn parse(s: &str) -> Option<ChatChunk<'_>> {
-    let mut r = Reader { s, i: 0 };
+    parse_spanned(s).map(|(c, _)| c)
+}
+
+/// Where the text of a delta lies in its payload: the bytes between the quotes of the last
+/// of `content`, `reasoning_content` or `reasoning` that `choices[0].delta` held as a string
+/// without escapes (what [`super::template`] needs to read the next chunk of its stream).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct TextSpan {
+    pub start: usize,
+    pub end: usize,
+    pub field: TextField,
+}
+
+/// Which of the delta's text fields a [`TextSpan`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum TextField {
+    Content,
+    ReasoningContent,
+    Reasoning,
+}
+
+/// [`parse`], with the span of the delta's text when it has one.
+pub(super) fn parse_spanned(s: &str) -> Option<(ChatChunk<'_>, Option<TextSpan>)> {
+    let mut r = Reader {
+        s,
+        i: 0,
+        span: None,
+    };
     let mut c = ChatChunk::default();
     let mut seen = Seen::default();
     r.open(b'{')?;
@@ -53,7 +81,7 @@ pub(super) fn parse(s: &str) -> Option<ChatChunk<'_>> {
         }
     }
     r.ws();
-    (r.i == r.s.len()).then_some(c)
+    (r.i == r.s.len()).then_some((c, r.span))
 }
 
 /// Which fields of one object were read: serde's derive fails on a repeated field, so a
@@ -70,7 +98,7 @@ impl Seen {
 
 /// The first `"`, `\\` or control byte at or after `from`: eight bytes at a time, as chunk
 /// strings are short and a `memchr` call costs more than it saves on them.
-fn find_special(b: &[u8], from: usize) -> Option<usize> {
+pub(super) fn find_special(b: &[u8], from: usize) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     // The high bit of each byte that is zero (of `x`) or below 0x20 (of `w`). A borrow can
@@ -101,6 +129,7 @@ struct Reader<'a> {
     /// Byte offset of the next unread byte; always on a char boundary, since the reader only
     /// steps over ASCII and over whole values.
     i: usize,
+    span: Option<TextSpan>,
 }
 
 impl<'a> Reader<'a> {
@@ -285,11 +314,15 @@ impl<'a> Reader<'a> {
         self.open(b'{')?;
         let mut first = true;
         while let Some(key) = self.next_key(&mut first)? {
-            let (field, slot) = match key {
-                "role" => (0, &mut d.role),
-                "content" => (1, &mut d.content),
-                "reasoning_content" => (2, &mut d.reasoning_content),
-                "reasoning" => (3, &mut d.reasoning),
+            let (field, slot, text) = match key {
+                "role" => (0, &mut d.role, None),
+                "content" => (1, &mut d.content, Some(TextField::Content)),
+                "reasoning_content" => (
+                    2,
+                    &mut d.reasoning_content,
+                    Some(TextField::ReasoningContent),
+                ),
+                "reasoning" => (3, &mut d.reasoning, Some(TextField::Reasoning)),
                 _ => {
                     self.skip()?;
                     continue;
@@ -297,6 +330,16 @@ impl<'a> Reader<'a> {
             };
             seen.once(field)?;
             *slot = self.nullable_string()?;
+            if let (Some(field), Some(Cow::Borrowed(t))) = (text, &*slot) {
+                // Borrowed: the bytes between the quotes are the text itself; `i` is just
+                // past the closing quote.
+                let end = self.i - 1;
+                self.span = Some(TextSpan {
+                    start: end - t.len(),
+                    end,
+                    field,
+                });
+            }
         }
         Some(d)
     }

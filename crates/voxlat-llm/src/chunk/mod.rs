@@ -2,9 +2,13 @@
 //! in which fields they send, and an unknown field must never fail a stream.
 //!
 //! Every chunk of every stream is parsed here, so the common shape has a reader of its own
-//! ([`fast`]); anything else, and every error, is serde_json's.
+//! ([`fast`]), and a stream's chunks that repeat the last one but for its text are read
+//! against it ([`StreamChunks`]); anything else, and every error, is serde_json's.
 
 mod fast;
+mod template;
+
+pub use template::StreamChunks;
 
 use serde::de::{IgnoredAny, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -153,8 +157,8 @@ pub fn parse_payload(data: &str) -> Result<Option<ChatChunk<'_>>, serde_json::Er
     if data.trim() == "[DONE]" {
         return Ok(None);
     }
-    match fast::parse(data) {
-        Some(c) => Ok(Some(c)),
+    match fast::parse_spanned(data) {
+        Some((c, _)) => Ok(Some(c)),
         None => serde_json::from_str(data).map(Some),
     }
 }
