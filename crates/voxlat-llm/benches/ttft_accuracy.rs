@@ -20,6 +20,8 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "ttft_accuracy/floor.rs"]
+mod floor;
 
 use common::request;
 use std::collections::HashMap;
@@ -217,7 +219,7 @@ fn report(label: &str, server: &ScriptedServer, stamps: &HashMap<String, Stamp>)
 
 /// The cells to run: `cargo bench -p voxlat-llm --bench ttft_accuracy -- cpu` runs only the
 /// cells whose name holds one of the words given (`c=1`, `lt`, `wave`, `cold`, `sustained`,
-/// `cpu`); none runs them all.
+/// `cpu`, `floor`); none runs them all.
 fn selected(cell: &str) -> bool {
     let words: Vec<String> = std::env::args()
         .skip(1)
@@ -276,24 +278,34 @@ fn main() {
         report("c=64, N=1280 (sustained)", &s64, &stamps);
     }
 
-    if !selected("cpu") {
-        return;
-    }
     let tokens = 32;
-    let s256 = Builder::fixed(script(tokens, 10, 5)).start_on_own_runtime(1);
     let total = 1024;
-    let (stamps, (user, sys, sleeps)) = drive(&s256, 256, total, false, false);
-    report("c=256 (cpu)", &s256, &stamps);
-    let cpu = user + sys;
-    println!(
-        "c=256: client CPU {:.3} ms per request (user {:.3} + kernel {:.3}; {:.1} µs per token; {:.1} sleeps per request), {} requests of {} tokens, {:.2} s CPU",
-        cpu * 1e3 / total as f64,
-        user * 1e3 / total as f64,
-        sys * 1e3 / total as f64,
-        cpu * 1e6 / (total * tokens) as f64,
-        sleeps as f64 / total as f64,
-        total,
-        tokens,
-        cpu
-    );
+    let cpu_line = |who: &str, (user, sys, sleeps): (f64, f64, i64)| {
+        let cpu = user + sys;
+        println!(
+            "c=256: {who} CPU {:.3} ms per request (user {:.3} + kernel {:.3}; {:.1} µs per token; {:.1} sleeps per request), {} requests of {} tokens, {:.2} s CPU",
+            cpu * 1e3 / total as f64,
+            user * 1e3 / total as f64,
+            sys * 1e3 / total as f64,
+            cpu * 1e6 / (total * tokens) as f64,
+            sleeps as f64 / total as f64,
+            total,
+            tokens,
+            cpu
+        );
+    };
+    if selected("cpu") {
+        let s256 = Builder::fixed(script(tokens, 10, 5)).start_on_own_runtime(1);
+        let (stamps, cpu) = drive(&s256, 256, total, false, false);
+        report("c=256 (cpu)", &s256, &stamps);
+        cpu_line("client", cpu);
+    }
+    // The same load read by the bare loop of `floor`: the kernel's share, which no client
+    // that stamps every token escapes.
+    if selected("floor") {
+        let s256 = Builder::fixed(script(tokens, 10, 5)).start_on_own_runtime(1);
+        let addr = s256.base_url();
+        let addr = addr.trim_start_matches("http://").trim_end_matches("/v1");
+        cpu_line("floor", floor::run(addr, 256, total, thread_cpu_s));
+    }
 }
