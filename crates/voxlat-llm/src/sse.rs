@@ -113,6 +113,13 @@ impl SseParser {
                 self.after_cr = false;
                 continue;
             }
+            if self.line.is_empty() && !self.has_data {
+                if let Some(n) = self.whole_data_event(bytes, on_event) {
+                    bytes = &bytes[n..];
+                    self.after_cr = false;
+                    continue;
+                }
+            }
             match memchr::memchr2(b'\n', b'\r', bytes) {
                 Some(i) => {
                     self.after_cr = bytes[i] == b'\r';
@@ -131,6 +138,32 @@ impl SseParser {
                 }
             }
         }
+    }
+
+    /// The usual event, whole at the front of `bytes`: one `data:` line and a blank line, both
+    /// ending in `\n`. It is handed on from where it lies, without the copy into `data`, and
+    /// its length is returned; anything else is left to the line-by-line path, untouched.
+    fn whole_data_event<F: FnMut(SseEventRef<'_>)>(
+        &mut self,
+        bytes: &[u8],
+        on_event: &mut F,
+    ) -> Option<usize> {
+        let rest = bytes.strip_prefix(b"data:")?;
+        let end = memchr::memchr2(b'\n', b'\r', rest)?;
+        if rest[end] != b'\n' || rest.get(end + 1) != Some(&b'\n') {
+            return None;
+        }
+        let value = &rest[..end];
+        // A broken line takes the lossy path.
+        let data = std::str::from_utf8(value.strip_prefix(b" ").unwrap_or(value)).ok()?;
+        on_event(SseEventRef {
+            event: self.event.as_deref(),
+            data,
+            id: self.id.as_deref(),
+        });
+        // What dispatching does after an event; `id` persists, as the spec says.
+        self.event = None;
+        Some(b"data:".len() + end + 2)
     }
 
     /// At end of stream: dispatches an event that was not followed by a blank line (many
@@ -309,7 +342,56 @@ mod tests {
         assert_eq!(ev[0].event, None);
     }
 
+    /// One line of a generated stream, with its line end.
+    fn line() -> impl Strategy<Value = Vec<u8>> {
+        let text = prop_oneof![
+            "[a-z :é\"{}\\[\\]]{0,10}".prop_map(String::into_bytes),
+            Just(b"caf\xC3".to_vec()),
+            Just(b"\xFFx".to_vec()),
+        ];
+        let body = prop_oneof![
+            4 => text.clone().prop_map(|t| [b"data: ".as_slice(), &t].concat()),
+            2 => text.clone().prop_map(|t| [b"data:".as_slice(), &t].concat()),
+            4 => Just(Vec::new()),
+            1 => text.clone().prop_map(|t| [b":".as_slice(), &t].concat()),
+            1 => "[a-z]{0,5}".prop_map(|w| format!("event: {w}").into_bytes()),
+            1 => "[a-z0-9]{0,4}".prop_map(|w| format!("id: {w}").into_bytes()),
+            1 => Just(b"retry: 5".to_vec()),
+            1 => text,
+        ];
+        let end = prop_oneof![6 => Just("\n"), 2 => Just("\r\n"), 1 => Just("\r")];
+        (body, end).prop_map(|(b, e)| [b.as_slice(), e.as_bytes()].concat())
+    }
+
     proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Generated streams give the same events and comments whole, cut at random points,
+        /// and a byte at a time. A line cut in two never reaches the whole-event shortcut, so
+        /// this also holds the shortcut to the line-by-line path.
+        #[test]
+        fn generated_streams_read_the_same_whole_and_cut(
+            lines in proptest::collection::vec(line(), 0..16),
+            cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..6),
+        ) {
+            let bytes = lines.concat();
+            let read = |pieces: Vec<&[u8]>| {
+                let (mut out, mut p) = parse_all(&pieces);
+                p.finish(&mut out);
+                (out, p.comments())
+            };
+            let whole = read(vec![&bytes]);
+            let bytewise = read(bytes.chunks(1).collect());
+            prop_assert_eq!(&bytewise, &whole);
+            let mut at: Vec<usize> = cuts.iter().map(|c| c.index(bytes.len() + 1)).collect();
+            at.sort_unstable();
+            let mut pieces = Vec::new();
+            let mut prev = 0;
+            for c in at { pieces.push(&bytes[prev..c]); prev = c; }
+            pieces.push(&bytes[prev..]);
+            prop_assert_eq!(read(pieces), whole);
+        }
+
         /// Any split of the stream into reads, at any byte and with either line ending, yields
         /// exactly the events of parsing it whole.
         #[test]
