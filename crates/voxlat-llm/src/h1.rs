@@ -169,6 +169,19 @@ pub enum Chunk {
     Trailers { line_start: bool, cr: bool },
 }
 
+impl Chunk {
+    /// After a size line: the data of `n` bytes, or the trailers after the last chunk.
+    fn after_size(n: u64) -> Chunk {
+        match n {
+            0 => Chunk::Trailers {
+                line_start: true,
+                cr: false,
+            },
+            n => Chunk::Data(n),
+        }
+    }
+}
+
 /// What the front of the buffer gave.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Piece {
@@ -267,13 +280,7 @@ fn whole_framing(state: Chunk, buf: &mut BytesMut) -> Option<Chunk> {
                 n << 4 | u64::from((c as char).to_digit(16).unwrap_or(0))
             });
             buf.advance(digits + 2);
-            Some(match n {
-                0 => Chunk::Trailers {
-                    line_start: true,
-                    cr: false,
-                },
-                n => Chunk::Data(n),
-            })
+            Some(Chunk::after_size(n))
         }
         _ => None,
     }
@@ -281,13 +288,6 @@ fn whole_framing(state: Chunk, buf: &mut BytesMut) -> Option<Chunk> {
 
 /// One framing byte of a chunked body: the next state, or `None` when the body ended.
 fn framing_byte(state: Chunk, c: u8) -> Result<Option<Chunk>, H1Error> {
-    let after_size = |n: u64| match n {
-        0 => Chunk::Trailers {
-            line_start: true,
-            cr: false,
-        },
-        n => Chunk::Data(n),
-    };
     Ok(Some(match state {
         Chunk::Size { n, digits } => match (c as char).to_digit(16) {
             Some(d) if digits < 16 => Chunk::Size {
@@ -297,14 +297,14 @@ fn framing_byte(state: Chunk, c: u8) -> Result<Option<Chunk>, H1Error> {
             Some(_) => return Err(H1Error::Chunked("chunk size too large")),
             None if digits == 0 => return Err(H1Error::Chunked("chunk size is not hex")),
             None => match c {
-                b'\n' => after_size(n),
+                b'\n' => Chunk::after_size(n),
                 b'\r' => Chunk::SizeLine { n, cr: true },
                 b';' | b' ' | b'\t' => Chunk::SizeLine { n, cr: false },
                 _ => return Err(H1Error::Chunked("chunk size is not hex")),
             },
         },
         Chunk::SizeLine { n, cr } => match c {
-            b'\n' => after_size(n),
+            b'\n' => Chunk::after_size(n),
             _ if cr => return Err(H1Error::Chunked("CR without LF after the chunk size")),
             b'\r' => Chunk::SizeLine { n, cr: true },
             // Extension bytes: nothing here reads them.

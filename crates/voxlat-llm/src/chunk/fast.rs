@@ -18,7 +18,7 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use std::borrow::Cow;
 
-/// The chunk, where the payload has the common shape and is valid; else `None`.
+/// [`parse_spanned`] without the span.
 #[cfg(test)]
 pub(super) fn parse(s: &str) -> Option<ChatChunk<'_>> {
     parse_spanned(s).map(|(c, _)| c)
@@ -42,7 +42,8 @@ pub(super) enum TextField {
     Reasoning,
 }
 
-/// [`parse`], with the span of the delta's text when it has one.
+/// The chunk, where the payload has the common shape and is valid, with the span of the
+/// delta's text when it has one; else `None`.
 pub(super) fn parse_spanned(s: &str) -> Option<(ChatChunk<'_>, Option<TextSpan>)> {
     let mut r = Reader {
         s,

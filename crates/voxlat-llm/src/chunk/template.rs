@@ -48,16 +48,10 @@ impl StreamChunks {
         if let Some(c) = self.template.as_ref().and_then(|t| t.read(data)) {
             return Ok(Some(c));
         }
-        if data.trim() == "[DONE]" {
-            return Ok(None);
-        }
-        match fast::parse_spanned(data) {
-            Some((c, span)) => {
-                self.learn(data, &c, span);
-                Ok(Some(c))
-            }
-            None => serde_json::from_str(data).map(Some),
-        }
+        Ok(super::parse_spanned(data)?.map(|(c, span)| {
+            self.learn(data, &c, span);
+            c
+        }))
     }
 
     /// Keeps `data` as the template when its chunk is plain: one delta text and nothing else
@@ -102,12 +96,7 @@ fn plain(c: &ChatChunk<'_>, field: TextField) -> bool {
         && c.usage.is_none()
         && c.timings.is_none()
         && c.error.is_none()
-        && c.load_duration.is_none()
-        && c.prompt_eval_duration.is_none()
-        && c.prompt_eval_count.is_none()
-        && c.eval_duration.is_none()
-        && c.eval_count.is_none()
-        && c.total_duration.is_none()
+        && c.ollama_timings().is_none()
 }
 
 impl Template {
