@@ -61,6 +61,43 @@ pub enum ScenarioError {
         turn: String,
         detail: String,
     },
+    /// A scenario name or turn id that cannot be used in a file name (`--save-replies` writes
+    /// `{scenario}-{turn}-{repeat}.wav`).
+    #[error(
+        "{path}: {field} = {value:?} {reason}; a name may hold only ASCII letters, digits, \
+         `-`, `_` and `.`, must not start with `.`, and is at most {MAX_NAME_LEN} bytes"
+    )]
+    Name {
+        path: PathBuf,
+        /// `name`, or `turn[i].id` (0-based, in file order).
+        field: String,
+        value: String,
+        reason: &'static str,
+    },
+}
+
+/// The longest scenario name or turn id, in bytes: two of them and a repeat number still fit
+/// in one 255-byte file name.
+pub const MAX_NAME_LEN: usize = 100;
+
+/// Why `value` cannot be a scenario name or turn id, if it cannot. Names become file names
+/// (`{scenario}-{turn}-{repeat}.wav`), so a `/` would write elsewhere (or fail every turn),
+/// `..` would climb out of the directory, and a leading `.` hides the file.
+fn name_problem(value: &str) -> Option<&'static str> {
+    if value.is_empty() {
+        Some("is empty")
+    } else if value.len() > MAX_NAME_LEN {
+        Some("is too long")
+    } else if value.starts_with('.') {
+        Some("starts with `.`")
+    } else if !value
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
+        Some("holds a character not allowed in a file name")
+    } else {
+        None
+    }
 }
 
 impl Scenario {
@@ -80,6 +117,19 @@ impl Scenario {
             detail: e.to_string(),
         })?;
         s.path = path.to_path_buf();
+        let check = |field: String, value: &str| match name_problem(value) {
+            Some(reason) => Err(ScenarioError::Name {
+                path: path.into(),
+                field,
+                value: value.into(),
+                reason,
+            }),
+            None => Ok(()),
+        };
+        check("name".into(), &s.name)?;
+        for (i, t) in s.turns.iter().enumerate() {
+            check(format!("turn[{i}].id"), &t.id)?;
+        }
         if s.turns.is_empty() {
             return Err(ScenarioError::Parse {
                 path: path.into(),
@@ -492,6 +542,57 @@ mod tests {
         assert!(msg.starts_with("cannot read WAV: "), "{msg}");
         assert!(!msg.contains("scenario"), "{msg}");
         assert_eq!(msg.matches("junk.wav").count(), 1, "{msg}");
+    }
+
+    #[test]
+    fn names_that_cannot_be_file_names_are_refused_at_load() {
+        let d = tempfile::tempdir().unwrap();
+        let scenario = |name: &str, id: &str| {
+            // Literal strings, so that `\` reaches the loader as itself.
+            format!("name = '{name}'\n[[turn]]\nid = \"ok\"\nwav = \"a.wav\"\ntranscript = \"t\"\n[[turn]]\nid = '{id}'\nwav = \"a.wav\"\ntranscript = \"t\"\n")
+        };
+        let long = "x".repeat(MAX_NAME_LEN + 1);
+        for id in ["a/b", "..", ".", ".hidden", "a\\b", "", "a b", &long] {
+            let p = write(d.path(), "s.toml", &scenario("x", id));
+            let e = Scenario::load(&p).unwrap_err();
+            assert!(
+                matches!(&e, ScenarioError::Name { field, value, .. } if field == "turn[1].id" && value == id),
+                "{id:?}: {e:?}"
+            );
+            let msg = e.to_string();
+            assert!(
+                msg.contains("s.toml") && msg.contains("turn[1].id") && msg.contains("`_`"),
+                "{msg}"
+            );
+        }
+        for name in ["../up", "a/b", ".."] {
+            let p = write(d.path(), "n.toml", &scenario(name, "fine"));
+            let msg = Scenario::load(&p).unwrap_err().to_string();
+            assert!(
+                msg.contains("n.toml") && msg.contains("name = ") && msg.contains(name),
+                "{msg}"
+            );
+        }
+        let p = write(d.path(), "ok.toml", &scenario("v1.2_a-b", "Turn_3.x-y"));
+        assert!(Scenario::load(&p).is_ok());
+    }
+
+    #[test]
+    fn the_bundled_scenarios_load_whole() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+            .collect();
+        files.sort();
+        assert!(files.len() >= 5, "{files:?}");
+        let r = load_all(&files);
+        assert!(r.skipped.is_empty(), "{:#?}", r.skipped);
+        assert_eq!(r.scenarios.len(), files.len());
+        for (s, turns) in &r.scenarios {
+            assert_eq!(turns.len(), s.turns.len(), "{}", s.path.display());
+        }
     }
 
     #[test]
