@@ -194,7 +194,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             Capture::open(&input, voxlat_audio::PIPELINE_RATE, None)
         })?;
 
-    let remote = RemoteStages::resolve(&args.remote)?;
+    let remote = RemoteStages::resolve(&args.remote, args.llm_url.as_deref())?;
     let budget = ThreadBudget::detect();
     let store = voxlat_models::Store::open_default(None)?;
     let models = ModelPaths::resolve(&store, args.voice.clone().or(file.voice.clone()))?;
@@ -229,6 +229,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         args.model.as_deref(),
         &args.output_dir,
         &budget,
+        args.remote.allow_insecure_key,
     )?;
     let llm_url = endpoint.base_url.value.clone();
     let opts = StageOptions {

@@ -5,7 +5,7 @@ use crate::embedded::{EmbeddedServer, SpawnOptions};
 use anyhow::{Context, Result};
 use std::path::Path;
 use voxlat_core::threads::ThreadBudget;
-use voxlat_llm::config::Settings;
+use voxlat_llm::config::{Endpoint, Settings, Withheld};
 use voxlat_llm::{ClientOptions, LlmClient};
 use voxlat_pipeline::PipelineConfig;
 
@@ -30,12 +30,13 @@ pub fn attach_llm(
     model: Option<&str>,
     output_dir: &Path,
     budget: &ThreadBudget,
+    allow_insecure_key: bool,
 ) -> Result<(
     voxlat_llm::config::Endpoint,
     Option<EmbeddedServer>,
     Option<String>,
 )> {
-    let llm = connect_llm(llm_url, model, output_dir, budget)?;
+    let llm = connect_llm(llm_url, model, output_dir, budget, allow_insecure_key)?;
     cfg.model = llm.model;
     let name = fit_prompt(cfg, store, llm.server.is_some(), model)?;
     Ok((llm.endpoint, llm.server, name))
@@ -47,15 +48,17 @@ fn connect_llm(
     model: Option<&str>,
     output_dir: &Path,
     budget: &ThreadBudget,
+    allow_insecure_key: bool,
 ) -> Result<ConnectedLlm> {
-    let settings = Settings::from_process()?;
+    let settings = Settings::from_process()?.allow_insecure_key(allow_insecure_key);
     let configured = settings.pick(
         llm_url.map(|u| ("--llm-url", u)),
         voxlat_llm::config::BASE_URL_VARS,
     );
     match configured {
         Some(url) => {
-            let endpoint = settings.endpoint(Some(&url.value), None)?;
+            let endpoint = settings.endpoint_from(url, None)?;
+            warn_withheld(&endpoint);
             let model = match settings.model(model) {
                 Some(m) => m.value,
                 None => first_listed_model(&endpoint)?,
@@ -80,10 +83,25 @@ fn connect_llm(
                 "cannot start the embedded LLM server; pass --llm-url to use another server",
             )?;
             Ok(ConnectedLlm {
-                endpoint: settings.endpoint(Some(&server.base_url()), None)?,
+                endpoint: Endpoint::embedded(&server.base_url()),
                 server: Some(server),
                 model: String::new(),
             })
+        }
+    }
+}
+
+/// One line on stderr when a key the user configured is held back for their safety (plain
+/// http to another machine, or a URL from `.env`), naming the key, the URL and the fix. A
+/// key left with the LLM's origin is not warned about: using the LLM's key only there is the
+/// rule, and a 401 from that server explains it.
+pub fn warn_withheld(endpoint: &Endpoint) {
+    if let Some(w) = &endpoint.withheld_key {
+        if !matches!(w.reason, Withheld::OtherOrigin { .. }) {
+            eprintln!(
+                "warning: {}",
+                w.describe(endpoint.service, &endpoint.base_url.value)
+            );
         }
     }
 }

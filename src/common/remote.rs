@@ -5,7 +5,7 @@ use crate::common::stages::ModelPaths;
 use anyhow::Result;
 use clap::Args;
 use std::time::Duration;
-use voxlat_llm::config::{Endpoint, Settings};
+use voxlat_llm::config::{Endpoint, Service, Settings, BASE_URL_VARS};
 use voxlat_speech_api::{AsrClientOptions, AudioFormat, TtsClientOptions};
 
 #[derive(Args, Debug, Clone)]
@@ -44,6 +44,11 @@ pub struct RemoteStageArgs {
     /// Longest wait for a speech server's first audio.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::common::parse_duration)]
     pub tts_timeout: Duration,
+    /// Send API keys over plain http:// to hosts that are not loopback (the LLM's, the ASR's
+    /// and the TTS's). Without it such a key is withheld, with a warning: it would cross the
+    /// network in clear text.
+    #[arg(long)]
+    pub allow_insecure_key: bool,
 }
 
 fn parse_format(s: &str) -> Result<AudioFormat, String> {
@@ -61,19 +66,36 @@ pub struct RemoteStages {
 }
 
 impl RemoteStages {
-    pub fn resolve(args: &RemoteStageArgs) -> Result<RemoteStages> {
-        let settings = Settings::from_process()?;
-        // The API key is the LLM's (VOXLAT_API_KEY, OPENAI_API_KEY): one provider's key
-        // serves its chat, transcription and speech endpoints alike.
-        let endpoint =
-            |flag: &str, value: Option<&str>, vars: &[&str]| -> Result<Option<Endpoint>> {
-                let Some(url) = settings.pick(value.map(|v| (flag, v)), vars) else {
-                    return Ok(None);
-                };
-                // The error names the flag or variable the URL came from.
-                Ok(Some(settings.endpoint_from(url, None)?))
+    /// `llm_url` is the `--llm-url` flag: a stage on the LLM's origin shares the LLM's key.
+    pub fn resolve(args: &RemoteStageArgs, llm_url: Option<&str>) -> Result<RemoteStages> {
+        let settings = Settings::from_process()?.allow_insecure_key(args.allow_insecure_key);
+        // Each stage has its own key (VOXLAT_ASR_API_KEY, VOXLAT_TTS_API_KEY); without one it
+        // borrows the LLM's only on the LLM's origin (one provider serving chat and audio).
+        // The embedded LLM has no key to lend. Resolved here as attach_llm resolves it.
+        let llm = settings
+            .pick(llm_url.map(|u| ("--llm-url", u)), BASE_URL_VARS)
+            .map(|url| settings.endpoint_from(url, None))
+            .transpose()?;
+        let endpoint = |service: Service,
+                        flag: &str,
+                        value: Option<&str>,
+                        vars: &[&str]|
+         -> Result<Option<Endpoint>> {
+            let Some(url) = settings.pick(value.map(|v| (flag, v)), vars) else {
+                return Ok(None);
             };
-        let asr = endpoint("--asr-url", args.asr_url.as_deref(), ASR_URL_VARS)?.map(|e| {
+            // The error names the flag or variable the URL came from.
+            let e = settings.service_endpoint(service, url, None, llm.as_ref())?;
+            crate::common::llm::warn_withheld(&e);
+            Ok(Some(e))
+        };
+        let asr = endpoint(
+            Service::Asr,
+            "--asr-url",
+            args.asr_url.as_deref(),
+            ASR_URL_VARS,
+        )?
+        .map(|e| {
             let mut o = AsrClientOptions {
                 model: args.asr_model.clone(),
                 language: args.asr_language.clone(),
@@ -87,7 +109,13 @@ impl RemoteStages {
             "--tts-pcm-rate {} Hz is outside 1000–384000 Hz",
             args.tts_pcm_rate
         );
-        let tts = endpoint("--tts-url", args.tts_url.as_deref(), TTS_URL_VARS)?.map(|e| {
+        let tts = endpoint(
+            Service::Tts,
+            "--tts-url",
+            args.tts_url.as_deref(),
+            TTS_URL_VARS,
+        )?
+        .map(|e| {
             let mut o = TtsClientOptions {
                 model: args.tts_model.clone(),
                 voice: args.tts_voice.clone(),

@@ -1,6 +1,10 @@
 //! Where to send requests: base URL, API key and model, resolved from flags, the environment
 //! and a `.env` file, in that order. Each value remembers where it came from, so a results file
-//! (and an error message) can say which variable was in force.
+//! (and an error message) can say which variable was in force. Which key goes where is
+//! [`keys`]'s job.
+
+mod keys;
+pub use keys::{is_loopback, Service, Withheld, WithheldKey, ASR_API_KEY_VARS, TTS_API_KEY_VARS};
 
 use serde::{Serialize, Serializer};
 use std::collections::HashMap;
@@ -63,6 +67,20 @@ impl Serialize for ApiKey {
 pub struct Sourced<T> {
     pub value: T,
     pub source: String,
+    /// The kind of place `source` names: the key rules depend on it.
+    #[serde(skip)]
+    pub layer: Layer,
+}
+
+/// Where a setting was found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Layer {
+    Flag,
+    Env,
+    DotEnv,
+    /// Given by the calling code ([`Endpoint::new`]).
+    #[default]
+    Code,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -70,6 +88,11 @@ pub struct Endpoint {
     /// Base URL up to and including the version prefix, e.g. `http://127.0.0.1:8080/v1`.
     pub base_url: Sourced<String>,
     pub api_key: Option<Sourced<ApiKey>>,
+    /// A key that was configured but not attached, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub withheld_key: Option<WithheldKey>,
+    #[serde(skip)]
+    pub service: Service,
 }
 
 impl Endpoint {
@@ -78,12 +101,23 @@ impl Endpoint {
             base_url: Sourced {
                 value: normalize_base(base_url),
                 source: "code".into(),
+                layer: Layer::Code,
             },
             api_key: api_key.and_then(ApiKey::new).map(|k| Sourced {
                 value: k,
                 source: "code".into(),
+                layer: Layer::Code,
             }),
+            withheld_key: None,
+            service: Service::Llm,
         }
+    }
+
+    /// voxlat's own `voxlat-server` child: it checks no key, so none is ever sent to it.
+    pub fn embedded(base_url: &str) -> Endpoint {
+        let mut e = Endpoint::new(base_url, None);
+        e.base_url.source = "embedded server".into();
+        e
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -111,6 +145,7 @@ pub struct Settings {
     env: HashMap<String, String>,
     dotenv: HashMap<String, String>,
     dotenv_path: String,
+    allow_insecure_key: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -119,6 +154,12 @@ pub enum ConfigError {
     NoBaseUrl,
     #[error("base URL {url:?} ({source_name}) is not an http:// or https:// URL")]
     BadBaseUrl { url: String, source_name: String },
+    #[error("base URL {url:?} ({source_name}) is not a valid URL: {detail}")]
+    UnparsableBaseUrl {
+        url: String,
+        source_name: String,
+        detail: String,
+    },
     #[error("cannot read {path}: {detail}")]
     DotEnv { path: String, detail: String },
 }
@@ -148,6 +189,7 @@ impl Settings {
             env,
             dotenv: map,
             dotenv_path: dotenv.display().to_string(),
+            allow_insecure_key: false,
         })
     }
 
@@ -157,19 +199,30 @@ impl Settings {
             return Some(Sourced {
                 value: v.to_string(),
                 source: name.to_string(),
+                layer: Layer::Flag,
             });
         }
-        let from = |map: &HashMap<String, String>, label: &str| {
-            vars.iter().find_map(|var| {
-                map.get(*var)
-                    .filter(|v| !v.trim().is_empty())
-                    .map(|v| Sourced {
-                        value: v.clone(),
-                        source: format!("{label} {var}"),
-                    })
-            })
-        };
-        from(&self.env, "env").or_else(|| from(&self.dotenv, &self.dotenv_path))
+        self.pick_in(&self.env, "env", Layer::Env, vars)
+            .or_else(|| self.pick_in(&self.dotenv, &self.dotenv_path, Layer::DotEnv, vars))
+    }
+
+    /// The first of `vars` set in one of the two maps.
+    fn pick_in(
+        &self,
+        map: &HashMap<String, String>,
+        label: &str,
+        layer: Layer,
+        vars: &[&str],
+    ) -> Option<Sourced<String>> {
+        vars.iter().find_map(|var| {
+            map.get(*var)
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| Sourced {
+                    value: v.clone(),
+                    source: format!("{label} {var}"),
+                    layer,
+                })
+        })
     }
 
     pub fn endpoint(
@@ -183,36 +236,15 @@ impl Settings {
         self.endpoint_from(base, key_flag)
     }
 
-    /// The endpoint at a base URL already picked (by another flag, e.g. `--asr-url`): checked,
-    /// normalised, with the API key from `key_flag` or the environment. Errors name `base`'s
-    /// source.
+    /// The LLM endpoint at a base URL already picked (e.g. by `--llm-url`): checked,
+    /// normalised, with the API key from `key_flag` or the environment as the key rules allow
+    /// ([`Settings::service_endpoint`]). Errors name `base`'s source.
     pub fn endpoint_from(
         &self,
         base: Sourced<String>,
         key_flag: Option<&str>,
     ) -> Result<Endpoint, ConfigError> {
-        let url = normalize_base(&base.value);
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(ConfigError::BadBaseUrl {
-                url,
-                source_name: base.source,
-            });
-        }
-        let api_key = self
-            .pick(key_flag.map(|v| ("--api-key", v)), API_KEY_VARS)
-            .and_then(|s| {
-                ApiKey::new(&s.value).map(|value| Sourced {
-                    value,
-                    source: s.source,
-                })
-            });
-        Ok(Endpoint {
-            base_url: Sourced {
-                value: url,
-                source: base.source,
-            },
-            api_key,
-        })
+        self.service_endpoint(Service::Llm, base, key_flag, None)
     }
 
     pub fn model(&self, flag: Option<&str>) -> Option<Sourced<String>> {
@@ -237,12 +269,12 @@ mod tests {
         let dot = d.path().join(".env");
         std::fs::write(
             &dot,
-            "VOXLAT_BASE_URL=http://dotenv/v1\nOPENAI_API_KEY=sk-dot\nVOXLAT_MODEL=m-dot\n",
+            "VOXLAT_BASE_URL=https://dotenv/v1\nOPENAI_API_KEY=sk-dot\nVOXLAT_MODEL=m-dot\n",
         )
         .unwrap();
-        let s = Settings::load(env(&[("OPENAI_BASE_URL", "http://env/v1/")]), &dot).unwrap();
+        let s = Settings::load(env(&[("OPENAI_BASE_URL", "https://env/v1/")]), &dot).unwrap();
         let e = s.endpoint(None, None).unwrap();
-        assert_eq!(e.base_url.value, "http://env/v1");
+        assert_eq!(e.base_url.value, "https://env/v1");
         assert_eq!(e.base_url.source, "env OPENAI_BASE_URL");
         assert_eq!(e.key().unwrap().expose(), "sk-dot");
         assert!(e
@@ -251,10 +283,12 @@ mod tests {
             .unwrap()
             .source
             .ends_with("OPENAI_API_KEY"));
-        let e = s.endpoint(Some("http://flag/v1"), Some("sk-flag")).unwrap();
+        let e = s
+            .endpoint(Some("https://flag/v1"), Some("sk-flag"))
+            .unwrap();
         assert_eq!(
             (e.base_url.value.as_str(), e.key().unwrap().expose()),
-            ("http://flag/v1", "sk-flag")
+            ("https://flag/v1", "sk-flag")
         );
         assert_eq!(s.model(None).unwrap().value, "m-dot");
         assert_eq!(s.model(Some("m-flag")).unwrap().source, "--model");

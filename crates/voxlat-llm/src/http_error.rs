@@ -2,7 +2,7 @@
 //! the chat client and the audio clients (`voxlat-speech-api`), so every remote stage reports
 //! the same error classes with the same fixes.
 
-use crate::config::Endpoint;
+use crate::config::{Endpoint, Service};
 use crate::connection::DnsError;
 use crate::error::{not_found_hint, truncate_body, LlmError};
 use futures_util::StreamExt;
@@ -35,10 +35,7 @@ pub fn status_error_from(
         401 | 403 => LlmError::Unauthorized {
             status,
             url: url.to_string(),
-            hint: auth_hint(
-                endpoint.key().is_some(),
-                endpoint.api_key.as_ref().map(|k| k.source.as_str()),
-            ),
+            hint: auth_hint(endpoint),
             body,
         },
         404 => LlmError::NotFound {
@@ -209,14 +206,29 @@ pub fn header_str(resp: &reqwest::Response, name: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-fn auth_hint(key_present: bool, source: Option<&str>) -> String {
-    if key_present {
-        format!(
+fn auth_hint(endpoint: &Endpoint) -> String {
+    if let Some(k) = &endpoint.api_key {
+        return format!(
             "Check the API key (from {}). voxlat sends it as \"Authorization: Bearer <key>\", so give the bare key; a pasted \"Bearer \" prefix is removed",
-            source.unwrap_or("configuration")
-        )
-    } else {
-        "No API key was set: pass --api-key, or set VOXLAT_API_KEY (or OPENAI_API_KEY)".into()
+            k.source
+        );
+    }
+    // A key was configured and held back: the 401 is most likely that, not a wrong key.
+    if let Some(w) = &endpoint.withheld_key {
+        return format!(
+            "No API key was sent: {} was withheld because {}",
+            w.source,
+            w.reason.explain(endpoint.service)
+        );
+    }
+    match endpoint.service {
+        Service::Llm => {
+            "No API key was set: pass --api-key, or set VOXLAT_API_KEY (or OPENAI_API_KEY)".into()
+        }
+        s => format!(
+            "No API key was set: set {} (the LLM's key goes only to a server on the LLM's origin)",
+            s.key_vars()[0]
+        ),
     }
 }
 
@@ -292,6 +304,55 @@ fn strip_userinfo(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn hint(e: &Endpoint) -> String {
+        match status_error_from(e, 401, None, String::new(), "http://x/v1/y") {
+            LlmError::Unauthorized { hint, .. } => hint,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_401_says_when_the_key_was_withheld_and_how_to_send_it() {
+        let s = crate::config::Settings::load(
+            [("VOXLAT_API_KEY".to_string(), "sk-x".to_string())].into(),
+            std::path::Path::new("/nonexistent/.env"),
+        )
+        .unwrap();
+        let insecure = s.endpoint(Some("http://10.1.2.3:8080/v1"), None).unwrap();
+        let h = hint(&insecure);
+        assert!(
+            h.contains("withheld") && h.contains("env VOXLAT_API_KEY"),
+            "{h}"
+        );
+        assert!(h.contains("--allow-insecure-key"), "{h}");
+        let llm = s.endpoint(Some("https://llm.example/v1"), None).unwrap();
+        let asr = s
+            .service_endpoint(
+                Service::Asr,
+                crate::config::Sourced {
+                    value: "https://asr.example/v1".into(),
+                    source: "--asr-url".into(),
+                    layer: crate::config::Layer::Flag,
+                },
+                None,
+                Some(&llm),
+            )
+            .unwrap();
+        let h = hint(&asr);
+        assert!(
+            h.contains("VOXLAT_ASR_API_KEY") && h.contains("withheld"),
+            "{h}"
+        );
+        let mut bare = Endpoint::new("http://127.0.0.1:1/v1", None);
+        bare.service = Service::Tts;
+        assert!(
+            hint(&bare).contains("VOXLAT_TTS_API_KEY"),
+            "{}",
+            hint(&bare)
+        );
+        assert!(hint(&Endpoint::new("http://127.0.0.1:1/v1", None)).contains("--api-key"));
+    }
 
     #[test]
     fn proxy_credentials_are_not_shown() {

@@ -48,6 +48,11 @@ pub struct BenchLlmArgs {
     #[arg(long, value_name = "KEY")]
     pub api_key: Option<String>,
 
+    /// Send the API key over plain http:// to a host that is not loopback. Without it the key
+    /// is withheld, with a warning: it would cross the network in clear text.
+    #[arg(long)]
+    pub allow_insecure_key: bool,
+
     /// Model name(s), comma-separated; several models are compared cell by cell, interleaved.
     /// Default: VOXLAT_MODEL, else the first model the server lists at /models.
     #[arg(long, value_name = "NAME[,NAME…]", value_delimiter = ',')]

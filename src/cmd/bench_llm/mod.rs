@@ -29,6 +29,7 @@ fn resolve_endpoint(
         .is_some()
     {
         let endpoint = settings.endpoint(base_flag, args.api_key.as_deref())?;
+        crate::common::llm::warn_withheld(&endpoint);
         return Ok((endpoint, None));
     }
     let log_dir = args
@@ -47,13 +48,13 @@ fn resolve_endpoint(
         server.base_url(),
         server.log_path().display()
     );
-    let endpoint = settings.endpoint(Some(&server.base_url()), args.api_key.as_deref())?;
-    Ok((endpoint, Some(server)))
+    // voxlat's own child checks no key: --api-key and the environment's are not its.
+    Ok((Endpoint::embedded(&server.base_url()), Some(server)))
 }
 
 pub fn run(args: BenchLlmArgs) -> Result<ExitCode> {
     let mut cfg = args.config()?;
-    let settings = Settings::from_process()?;
+    let settings = Settings::from_process()?.allow_insecure_key(args.allow_insecure_key);
     // Before any server starts or request is sent: an unwritable or full output directory
     // must not be discovered after the measuring.
     let out_dir = args

@@ -181,7 +181,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     }
     check_sessions(&args.sessions)?;
 
-    let remote = RemoteStages::resolve(&args.remote)?;
+    let remote = RemoteStages::resolve(&args.remote, args.llm_url.as_deref())?;
     let budget = ThreadBudget::detect();
     let store = voxlat_models::Store::open_default(None)?;
     let models = ModelPaths::resolve(&store, None)?;
@@ -215,6 +215,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         args.model.as_deref(),
         &args.output_dir,
         &budget.shared_by(callers),
+        args.remote.allow_insecure_key,
     )?;
     let stages = serde_json::json!({
         "asr": labels.0,
