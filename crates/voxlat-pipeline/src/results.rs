@@ -8,6 +8,11 @@
 //! yet, pointing at the JSONL) and rendered whole at the end or on Ctrl-C. Should the process
 //! die before that, [`ReplayResults::load`] rebuilds the summary from the JSONL, so what was
 //! measured is never lost.
+//!
+//! While the run goes on, the writer keeps only what the aggregate reads of each turn
+//! ([`summary_view`]: its numbers, without the transcript, reply, token stamps and the like),
+//! so a live run of days does not hold every whole record. The whole turns are read back
+//! from the JSONL once, when the summary is rendered.
 
 use crate::config::PipelineConfig;
 use crate::levels::{levels, Level};
@@ -172,7 +177,10 @@ pub struct ResultsWriter {
     pub csv: PathBuf,
     /// One finished turn per line, appended as it finishes.
     pub jsonl: PathBuf,
+    /// `results.turns` stays empty until [`ResultsWriter::finish`] reads the turns back from
+    /// the JSONL: they are on disk, and the run keeps only [`summary_view`]s in `kept`.
     pub results: ReplayResults,
+    kept: Vec<TurnRecord>,
     jsonl_file: std::fs::File,
     csv_file: std::fs::File,
 }
@@ -209,6 +217,7 @@ impl ResultsWriter {
             csv: csv_path,
             jsonl,
             results,
+            kept: Vec::new(),
             jsonl_file,
             csv_file,
         };
@@ -218,7 +227,8 @@ impl ResultsWriter {
     }
 
     /// Appends the turn to the JSONL and the CSV (each write is one whole line, flushed to the
-    /// kernel, so a crash loses at most the turn being written) and keeps it for the summary.
+    /// kernel, so a crash loses at most the turn being written) and keeps what the aggregate
+    /// needs of it.
     pub fn push(&mut self, t: TurnRecord) -> Result<(), WriteError> {
         let mut line = serde_json::to_vec(&t).map_err(|e| WriteError::Io {
             path: self.jsonl.clone(),
@@ -227,13 +237,13 @@ impl ResultsWriter {
         line.push(b'\n');
         append(&mut self.jsonl_file, &self.jsonl, &line)?;
         append(&mut self.csv_file, &self.csv, csv_row(&t).as_bytes())?;
-        self.results.turns.push(t);
+        self.kept.push(summary_view(t));
         Ok(())
     }
 
     fn write_summary(&mut self) -> Result<(), WriteError> {
-        self.results.aggregate = Aggregate::from_turns(&self.results.turns);
-        self.results.levels = levels(&self.results.turns, &self.results.threads);
+        self.results.aggregate = Aggregate::from_turns(&self.kept);
+        self.results.levels = levels(&self.kept, &self.results.threads);
         let json = serde_json::to_vec_pretty(&self.results).map_err(|e| WriteError::Io {
             path: self.json.clone(),
             source: std::io::Error::other(e),
@@ -241,7 +251,13 @@ impl ResultsWriter {
         fsio::write_atomic(&self.json, &json)
     }
 
+    /// Writes the summary whole: the turns come back from the JSONL (the report renders each
+    /// of them), and stay in `results.turns` for the caller's report.
     pub fn finish(&mut self, interrupted: bool) -> Result<(), WriteError> {
+        self.results.turns = read_jsonl(&self.jsonl).map_err(|e| WriteError::Io {
+            path: self.jsonl.clone(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
         self.results.header.interrupted = interrupted;
         self.results.finished = true;
         self.write_summary()
@@ -251,6 +267,56 @@ impl ResultsWriter {
     pub fn finish_stopped(&mut self, reason: &str) -> Result<(), WriteError> {
         self.results.header.stop_reason = Some(reason.to_string());
         self.finish(true)
+    }
+}
+
+/// What [`Aggregate::from_turns`] and [`levels`] read of a turn, and nothing else: the
+/// strings (transcript, reply, errors, URLs), the LLM's per-token stamps, busy spans and
+/// every event but the first and last are dropped. Both give the same result on the view as
+/// on the whole record (tested), for a fraction of its memory.
+pub fn summary_view(t: TurnRecord) -> TurnRecord {
+    let first = t.events.iter().min_by_key(|(_, n)| **n);
+    let last = t.events.iter().max_by_key(|(_, n)| **n);
+    let events = first
+        .into_iter()
+        .chain(last)
+        .map(|(k, n)| (*k, *n))
+        .collect();
+    let slim_call = |mut c: voxlat_core::remote::RemoteCall| {
+        c.url = String::new();
+        c.request_id = String::new();
+        c.server_request_id = None;
+        c
+    };
+    TurnRecord {
+        scenario: String::new(),
+        turn: String::new(),
+        request_id: String::new(),
+        error: None,
+        events,
+        reference: String::new(),
+        transcript: String::new(),
+        asr_rejected: None,
+        asr_fallback: t.asr_fallback.map(|_| String::new()),
+        asr_remote: t.asr_remote.map(slim_call),
+        reply_text: String::new(),
+        missing_keywords: Vec::new(),
+        dropped_tail: t.dropped_tail.map(|_| String::new()),
+        chunks: t
+            .chunks
+            .into_iter()
+            .filter_map(|c| {
+                Some(crate::record::ChunkRecord {
+                    skipped: None,
+                    remote: Some(slim_call(c.remote?)),
+                    ..c
+                })
+            })
+            .collect(),
+        llm: None,
+        busy: Vec::new(),
+        speculative_reply: None,
+        ..t
     }
 }
 
@@ -384,6 +450,127 @@ mod tests {
             done.turns_jsonl.as_deref(),
             w.jsonl.file_name().unwrap().to_str()
         );
+    }
+
+    /// A turn as a long live run records it: every boundary stamped, a long reply streamed
+    /// token by token, remote calls, quality, a barge-in on some.
+    fn full_turn(i: u64) -> TurnRecord {
+        use voxlat_core::{remote::RemoteCall, EventKind, Nanos};
+        let mut t = TurnRecord::blank("live", &format!("t{i}"), &format!("r{i}"), "hello");
+        t.sessions = 1 + (i % 2) as u32;
+        t.warmup = i == 0;
+        t.outcome = match i % 5 {
+            3 => crate::TurnOutcome::Interrupted,
+            4 => crate::TurnOutcome::NoSpeech,
+            _ => crate::TurnOutcome::Ok,
+        };
+        let mut at = 1_000_000_000 * i;
+        let chain = voxlat_core::segments::VOICE_TO_VOICE;
+        let boundaries = std::iter::once(chain.start).chain(chain.steps.iter().map(|s| s.to));
+        for (k, e) in boundaries.enumerate() {
+            at += 1_000_000 * (k as u64 * 7 + i % 13);
+            t.events.insert(e, Nanos(at));
+        }
+        t.events.insert(EventKind::SpeechStart, Nanos(at / 2));
+        t.compute_breakdown();
+        t.overhead_ms = Some(i as f64 * 0.5);
+        t.wer = Some((i % 3) as f64 / 10.0);
+        t.asr_compute_ms = Some(40.0 + i as f64);
+        t.asr_fallback = (i % 4 == 0).then(|| "ran away".repeat(20));
+        t.speech_end_annotated = i % 2 == 0;
+        t.vad_speech_end_error_ms = Some(i as f64 - 5.0);
+        t.transcript = "what is the weather like in paris today ".repeat(10);
+        t.reply_text = "It is sunny and warm in Paris today. ".repeat(200);
+        t.underruns = (i % 3) as u32;
+        let call = |ms: u64| RemoteCall {
+            url: "http://127.0.0.1:9/v1/audio/speech".into(),
+            request_id: format!("r{i}-{ms}"),
+            sent: Nanos(at),
+            first_byte: Some(Nanos(at + ms * 1_000_000)),
+            done: Nanos(at + 2 * ms * 1_000_000),
+            upload_bytes: 1000 * ms,
+            server_compute_ms: Some(ms as f64),
+            ..RemoteCall::default()
+        };
+        t.asr_remote = Some(call(20 + i));
+        t.chunks = (0..4)
+            .map(|c| crate::record::ChunkRecord {
+                chars: 40,
+                submitted: Nanos(at),
+                started: Nanos(at),
+                first_audio: Some(Nanos(at + 1)),
+                audio_s: 1.5,
+                skipped: None,
+                remote: (c % 2 == 0).then(|| call(30 + c + i)),
+            })
+            .collect();
+        t.quality = Some(crate::quality::ReplyQuality {
+            not_echo: true,
+            clean_end: i % 3 != 0,
+            foreign_tokens: Vec::new(),
+            length_ok: true,
+            keywords_ok: Some(i % 2 == 0),
+        });
+        t.llm = Some(voxlat_llm::record::StreamOutcome {
+            text: t.reply_text.clone(),
+            deltas: (0..500)
+                .map(|k| voxlat_llm::record::DeltaStamp {
+                    t: Nanos(at + k),
+                    chars: 4,
+                    reasoning: false,
+                })
+                .collect(),
+            ..Default::default()
+        });
+        if t.outcome == crate::TurnOutcome::Interrupted {
+            t.interrupted = Some(crate::record::Interruption {
+                onset: Nanos(at),
+                during: "playout".into(),
+                playback_stopped: Some(Nanos(at + 1)),
+                reaction_ms: Some(i as f64),
+                llm_aborted: false,
+            });
+        }
+        t
+    }
+
+    #[test]
+    fn a_long_run_keeps_only_what_the_aggregate_reads() {
+        let turns: Vec<TurnRecord> = (0..40).map(full_turn).collect();
+        let views: Vec<TurnRecord> = turns.iter().cloned().map(summary_view).collect();
+        // The view gives the summary the whole record gives.
+        assert_eq!(Aggregate::from_turns(&views), Aggregate::from_turns(&turns));
+        let b = ThreadBudget::detect();
+        assert_eq!(levels(&views, &b), levels(&turns, &b));
+        assert!(Aggregate::from_turns(&turns).tts_remote.is_some());
+
+        let d = tempfile::tempdir().unwrap();
+        let mut w = ResultsWriter::new(d.path(), results()).unwrap();
+        let mut whole = 0;
+        for t in &turns {
+            whole += serde_json::to_vec(t).unwrap().len();
+            w.push(t.clone()).unwrap();
+        }
+        // The old writer held every whole record (replies, transcripts, URLs) in
+        // `results.turns` for the whole run.
+        assert!(w.results.turns.is_empty());
+        let kept: usize = w
+            .kept
+            .iter()
+            .map(|t| serde_json::to_vec(t).unwrap().len())
+            .sum();
+        assert!(kept * 4 < whole, "kept {kept} of {whole} bytes");
+        assert!(w
+            .kept
+            .iter()
+            .all(|t| t.reply_text.is_empty() && t.llm.is_none()));
+
+        // Finished, the summary and the caller's report have every whole turn.
+        w.finish(false).unwrap();
+        assert_eq!(w.results.turns, turns);
+        assert_eq!(w.results.aggregate, Aggregate::from_turns(&turns));
+        let done = ReplayResults::load(&w.json).unwrap();
+        assert_eq!(done.turns, turns);
     }
 
     #[test]
