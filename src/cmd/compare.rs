@@ -56,6 +56,9 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
     if let Some(w) = voxlat_bench::cache_check::hit_rate_warning(&a, &b) {
         println!("{w}");
     }
+    for w in voxlat_bench::stamping::stamping_warnings(&a, &b) {
+        println!("{w}");
+    }
     if pairs.is_empty() {
         println!(
             "no cell in common (A: {}; B: {})",

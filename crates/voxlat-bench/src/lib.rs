@@ -16,6 +16,7 @@ pub mod record;
 pub mod results;
 pub mod runner;
 pub mod server_view;
+pub mod stamping;
 pub mod summary;
 pub mod text;
 

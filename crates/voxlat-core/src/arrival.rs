@@ -29,7 +29,7 @@ const MAX_AGE_NS: i128 = 10_000_000_000;
 /// The arrival time of the newest bytes read from a stream, shared between the reader and
 /// whoever consumes what it read (an HTTP stack may read on the consumer's behalf).
 #[derive(Debug, Default)]
-pub struct LastArrival(AtomicU64);
+pub struct LastArrival(AtomicU64, AtomicU64);
 
 impl LastArrival {
     /// When the bytes of the latest read arrived; `None` before the first read.
@@ -40,8 +40,20 @@ impl LastArrival {
         }
     }
 
+    /// How many reads so far were stamped when they returned, not by the kernel (no stamp
+    /// came, or an implausible one): a record says so rather than pass the read time off as
+    /// an arrival.
+    pub fn fallbacks(&self) -> u64 {
+        self.1.load(Ordering::Acquire)
+    }
+
     fn set(&self, t: Nanos) {
         self.0.store(t.0.saturating_add(1), Ordering::Release);
+    }
+
+    fn set_read_time(&self, t: Nanos) {
+        self.1.fetch_add(1, Ordering::AcqRel);
+        self.set(t);
     }
 }
 
@@ -115,13 +127,14 @@ impl ArrivalStream {
     }
 }
 
-/// The process-clock time of a kernel real-time stamp `ts_ns`, from the clocks' nows.
-fn from_realtime(ts_ns: i128, realtime_now_ns: i128, now: Nanos) -> Nanos {
+/// The process-clock time of a kernel real-time stamp `ts_ns`, from the clocks' nows; `None`
+/// when its age is not believable.
+fn from_realtime(ts_ns: i128, realtime_now_ns: i128, now: Nanos) -> Option<Nanos> {
     let age = realtime_now_ns - ts_ns;
     if !(0..MAX_AGE_NS).contains(&age) {
-        return now;
+        return None;
     }
-    Nanos(now.0.saturating_sub(age as u64))
+    Some(Nanos(now.0.saturating_sub(age as u64)))
 }
 
 #[cfg(target_os = "linux")]
@@ -150,11 +163,10 @@ impl AsyncRead for ArrivalStream {
                     buf.advance(n);
                     if n > 0 {
                         let now = clock::now();
-                        let t = match stamp {
-                            Some(ts) => from_realtime(ts, sys::realtime_now(), now),
-                            None => now,
-                        };
-                        this.last.set(t);
+                        match stamp.and_then(|ts| from_realtime(ts, sys::realtime_now(), now)) {
+                            Some(t) => this.last.set(t),
+                            None => this.last.set_read_time(now),
+                        }
                     }
                     return Poll::Ready(Ok(()));
                 }
@@ -235,7 +247,7 @@ impl AsyncRead for ArrivalStream {
         let before = buf.filled().len();
         let r = Pin::new(&mut this.socket).poll_read(cx, buf);
         if matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            this.last.set(clock::now());
+            this.last.set_read_time(clock::now());
         }
         r
     }
@@ -342,13 +354,16 @@ mod tests {
     #[test]
     fn an_age_is_taken_back_from_now_and_an_implausible_one_is_not_believed() {
         let now = Nanos(5_000_000_000);
-        assert_eq!(from_realtime(900, 1_000, now), Nanos(5_000_000_000 - 100));
+        assert_eq!(
+            from_realtime(900, 1_000, now),
+            Some(Nanos(5_000_000_000 - 100))
+        );
         // A stamp from the future (the real-time clock stepped back).
-        assert_eq!(from_realtime(1_100, 1_000, now), now);
+        assert_eq!(from_realtime(1_100, 1_000, now), None);
         // A stamp older than any queued packet could be (it stepped forward).
-        assert_eq!(from_realtime(0, MAX_AGE_NS + 1, now), now);
+        assert_eq!(from_realtime(0, MAX_AGE_NS + 1, now), None);
         // An age beyond the process clock's start cannot go below zero.
-        assert_eq!(from_realtime(0, 9_000_000_000, now), Nanos(0));
+        assert_eq!(from_realtime(0, 9_000_000_000, now), Some(Nanos(0)));
     }
 
     /// Bytes that wait in the socket are stamped when they arrived, not when they were read:
@@ -379,7 +394,9 @@ mod tests {
             let written = clock::now();
             writer.write_all(b"first token").await.unwrap();
             tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            let fallbacks = reader.arrivals().fallbacks();
             let n = reader.read(&mut buf).await.unwrap();
+            assert_eq!(reader.arrivals().fallbacks(), fallbacks, "a kernel stamp came");
             let read = clock::now();
             assert_eq!(&buf[..n], b"first token");
             let arrived = reader.arrivals().get().expect("a stamp");

@@ -42,6 +42,56 @@ pub struct ConnPhases {
     /// queue in the client for a connection and for CPU before anything is written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub written_at: Option<Nanos>,
+    /// Which stack carried the request; absent in records from before it was noted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<TransportKind>,
+    /// How the response's reads were stamped, so TTFTs stamped differently are not read as
+    /// alike; absent when no response head came, or in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stamps: Option<StampKind>,
+}
+
+/// The stack a chat stream went over (`transport.rs` picks).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TransportKind {
+    /// Plain HTTP/1.1, read by the request's own task.
+    Direct,
+    /// https, HTTP/2 or a proxy.
+    Reqwest,
+}
+
+/// Where a response's arrival stamps came from.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StampKind {
+    /// Every read carried the kernel's receive stamp.
+    Kernel,
+    /// The direct transport, but at least one read was stamped when it returned: the kernel
+    /// gave no stamp (the option is off, or not yet on for the host's first packets) or one
+    /// the real-time clock made implausible.
+    FallbackReadTime,
+    /// Stamped when the request's task received each piece from reqwest's connection task.
+    Task,
+}
+
+impl TransportKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            TransportKind::Direct => "direct",
+            TransportKind::Reqwest => "reqwest",
+        }
+    }
+}
+
+impl StampKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            StampKind::Kernel => "kernel",
+            StampKind::FallbackReadTime => "fallback-read-time",
+            StampKind::Task => "task",
+        }
+    }
 }
 
 impl ConnProbe {
@@ -77,6 +127,16 @@ impl ConnProbe {
         self.update(|c| {
             c.written_at.get_or_insert(t);
         });
+    }
+
+    /// The request goes over `transport`.
+    pub fn record_transport(&self, transport: TransportKind) {
+        self.update(|c| c.transport = Some(transport));
+    }
+
+    /// The response's reads were stamped as `stamps` says.
+    pub fn record_stamps(&self, stamps: StampKind) {
+        self.update(|c| c.stamps = Some(stamps));
     }
 
     fn update(&self, f: impl FnOnce(&mut ConnPhases)) {

@@ -190,6 +190,11 @@ impl DirectPool {
 }
 
 impl DirectConn {
+    /// This connection's arrival stamps, shared.
+    pub fn arrivals(&self) -> Arc<LastArrival> {
+        self.arrivals.clone()
+    }
+
     /// When the newest bytes read on this connection arrived.
     pub fn last_arrival(&self) -> Option<Nanos> {
         self.arrivals.get()

@@ -6,7 +6,7 @@
 //! when the request's task receives them.
 
 use crate::config::Endpoint;
-use crate::connection::{self, ConnProbe, StampedBody};
+use crate::connection::{self, ConnProbe, StampKind, StampedBody, TransportKind};
 use crate::direct::{ConnectError, DirectConn, DirectPool, DirectTarget};
 use crate::error::LlmError;
 use crate::http_error::{self, chain, closed_before_response, header_str};
@@ -15,6 +15,7 @@ use futures_util::stream::BoxStream;
 use futures_util::StreamExt;
 use std::sync::Arc;
 use std::time::Duration;
+use voxlat_core::arrival::LastArrival;
 use voxlat_core::{clock, Nanos};
 
 /// What a chat request carries, whichever stack sends it.
@@ -69,8 +70,30 @@ pub enum Exchange {
         conn: Box<DirectConn>,
         pool: Arc<DirectPool>,
         ended: bool,
+        stamps: StampNote,
     },
     Full(BoxStream<'static, reqwest::Result<Bytes>>),
+}
+
+/// Notes on the request's probe, when the exchange ends however it ends, whether every read
+/// of the response carried the kernel's stamp. Counted over the whole response, head
+/// included, rather than the first token's read alone: a fallback anywhere means the
+/// request's figures mix two kinds of stamp.
+pub struct StampNote {
+    probe: Arc<ConnProbe>,
+    arrivals: Arc<LastArrival>,
+    /// The connection's read-time stamps before this request's response.
+    before: u64,
+}
+
+impl Drop for StampNote {
+    fn drop(&mut self) {
+        self.probe
+            .record_stamps(match self.arrivals.fallbacks() > self.before {
+                true => StampKind::FallbackReadTime,
+                false => StampKind::Kernel,
+            });
+    }
 }
 
 impl Transport {
@@ -90,6 +113,7 @@ impl Transport {
                 authority,
                 path,
             } => {
+                probe.record_transport(TransportKind::Direct);
                 let fresh = fresh || opts.fresh_connections;
                 let request = direct_request(endpoint, out, authority, path)?;
                 let sending = async {
@@ -97,8 +121,9 @@ impl Transport {
                         .checkout(probe, fresh)
                         .await
                         .map_err(|e| SendFailure::Failed(connect_error(e, out.url, opts)))?;
+                    let before = conn.arrivals().fallbacks();
                     match conn.send(&request, probe).await {
-                        Ok(head) => Ok((conn, head)),
+                        Ok(head) => Ok(((conn, before), head)),
                         Err(e) if e.closed() => Err(SendFailure::Closed(chain(&e))),
                         Err(e) => Err(SendFailure::Failed(LlmError::Other(format!(
                             "request to {} failed: {}",
@@ -107,9 +132,14 @@ impl Transport {
                         )))),
                     }
                 };
-                let (conn, resp) = tokio::time::timeout(opts.headers_timeout, sending)
+                let ((conn, before), resp) = tokio::time::timeout(opts.headers_timeout, sending)
                     .await
                     .map_err(|_| SendFailure::Timeout)??;
+                let stamps = StampNote {
+                    probe: probe.clone(),
+                    arrivals: conn.arrivals(),
+                    before,
+                };
                 let head = Head {
                     arrived: conn.last_arrival(),
                     status: resp.status,
@@ -124,10 +154,12 @@ impl Transport {
                         conn: Box::new(conn),
                         pool: pool.clone(),
                         ended: false,
+                        stamps,
                     },
                 ))
             }
             Transport::Full { http, fresh_http } => {
+                probe.record_transport(TransportKind::Reqwest);
                 let http = if fresh { fresh_http } else { http };
                 let mut rb = http
                     .post(out.url)
@@ -166,6 +198,7 @@ impl Transport {
                     content_type: header_str(&resp, "content-type"),
                     retry_after: header_str(&resp, "retry-after"),
                 };
+                probe.record_stamps(StampKind::Task);
                 Ok((head, Exchange::Full(resp.bytes_stream().boxed())))
             }
         }
