@@ -276,6 +276,7 @@ impl LlmClient {
             });
         }
 
+        let text_cap = stream_text_cap(req.max_tokens);
         let mut parser = SseParser::new();
         let mut think = ThinkSplitter::new();
         let mut chunks = chunk::StreamChunks::new();
@@ -343,6 +344,12 @@ impl LlmClient {
                     });
                     if let Some(e) = failed {
                         return Err(e);
+                    }
+                    if out.text.len() as u64 + out.reasoning_chars > text_cap as u64 {
+                        return Err(LlmError::Runaway {
+                            cap_bytes: text_cap,
+                            max_tokens: req.max_tokens,
+                        });
                     }
                     if parser.pending_bytes() > MAX_EVENT_BYTES {
                         return Err(LlmError::InvalidChunk {
@@ -543,6 +550,23 @@ fn emit<F: FnMut(TextDelta<'_>)>(
         reasoning,
     });
     on_delta(TextDelta { t, text, reasoning });
+}
+
+/// The least text (answer and reasoning, bytes) one streamed request may bring before it is
+/// cut as a runaway. A voice reply is a few hundred bytes; this bounds the memory of a request
+/// to a server that ignores `max_tokens` (the text, and a 24-byte stamp per delta).
+pub const STREAM_TEXT_CAP: usize = 1 << 20;
+
+/// Bytes of text allowed per requested token: a token's text is a few bytes on average and
+/// rarely past 16, so 32 per token is never reached by a server that stops at `max_tokens`.
+pub const STREAM_TEXT_BYTES_PER_TOKEN: usize = 32;
+
+/// How much text a request may stream before it is cut with [`LlmError::Runaway`]:
+/// [`STREAM_TEXT_BYTES_PER_TOKEN`] × `max_tokens`, and never under [`STREAM_TEXT_CAP`]. The
+/// check runs after each network read, so the text can pass the cap by one read.
+pub fn stream_text_cap(max_tokens: Option<u32>) -> usize {
+    let per_token = max_tokens.map_or(0, |n| n as usize * STREAM_TEXT_BYTES_PER_TOKEN);
+    per_token.max(STREAM_TEXT_CAP)
 }
 
 /// The most a parsed body (the model list) may be. Far above any real list; a bound so a

@@ -25,6 +25,8 @@ pub enum ErrorClass {
     /// connection, where no retry is made).
     ConnectionClosed,
     InvalidChunk,
+    /// The stream passed its text cap: the server ignored `max_tokens`.
+    Runaway,
     Other,
 }
 
@@ -46,6 +48,7 @@ impl ErrorClass {
             ErrorClass::Disconnected => "disconnected",
             ErrorClass::ConnectionClosed => "connection_closed",
             ErrorClass::InvalidChunk => "invalid_chunk",
+            ErrorClass::Runaway => "runaway",
             ErrorClass::Other => "other",
         }
     }
@@ -130,8 +133,22 @@ pub enum LlmError {
     #[error("a stream event is not valid JSON ({detail}): {data:?}")]
     InvalidChunk { detail: String, data: String },
 
+    /// Cut at [`crate::client::stream_text_cap`]: memory for one request stays bounded.
+    #[error("the server streamed more than {cap_bytes} bytes of text for one request{}, so the stream was cut there: the server ignores max_tokens (or the model never stops); check the server's max_tokens support and stop settings", runaway_suffix(*.max_tokens))]
+    Runaway {
+        cap_bytes: usize,
+        max_tokens: Option<u32>,
+    },
+
     #[error("{0}")]
     Other(String),
+}
+
+fn runaway_suffix(max_tokens: Option<u32>) -> String {
+    match max_tokens {
+        Some(n) => format!(" with max_tokens = {n}"),
+        None => " (the request set no max_tokens)".into(),
+    }
 }
 
 fn body_suffix(body: &str) -> String {
@@ -180,6 +197,7 @@ impl LlmError {
             LlmError::Disconnected { .. } => ErrorClass::Disconnected,
             LlmError::ConnectionClosed { .. } => ErrorClass::ConnectionClosed,
             LlmError::InvalidChunk { .. } => ErrorClass::InvalidChunk,
+            LlmError::Runaway { .. } => ErrorClass::Runaway,
             LlmError::Other(_) => ErrorClass::Other,
         }
     }
