@@ -33,6 +33,9 @@ pub struct ServeAudioArgs {
     /// Largest upload accepted (413 above it).
     #[arg(long, value_name = "MB", default_value_t = 25)]
     pub max_upload_mb: usize,
+    /// Connections served at once; more wait to be accepted until one closes.
+    #[arg(long, value_name = "N", default_value_t = voxlat_speech_api::server::DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
     /// A Piper voice (.onnx, its .onnx.json beside it) instead of the default.
     #[arg(long, value_name = "PATH")]
     pub voice: Option<PathBuf>,
@@ -92,6 +95,11 @@ pub fn run(args: ServeAudioArgs) -> Result<ExitCode> {
         "--max-upload-mb {} is outside 1–1024",
         args.max_upload_mb
     );
+    anyhow::ensure!(
+        (1..=65_536).contains(&args.max_connections),
+        "--max-connections {} is outside 1–65536",
+        args.max_connections
+    );
     let mut budget = ThreadBudget::detect();
     for (flag, value, slot) in [
         ("--asr-threads", args.asr_threads, &mut budget.asr),
@@ -130,6 +138,7 @@ pub fn run(args: ServeAudioArgs) -> Result<ExitCode> {
     let opts = ServerOptions {
         queue_depth: args.queue,
         max_upload_bytes: args.max_upload_mb * 1024 * 1024,
+        max_connections: args.max_connections,
         asr_model: WHISPER_MODEL.into(),
         tts_model: voice
             .file_stem()

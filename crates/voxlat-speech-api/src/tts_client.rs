@@ -34,6 +34,22 @@ impl AudioFormat {
     }
 }
 
+/// The least audio one call may bring, in seconds, before it is cut as a server that does not
+/// stop: a TTS call speaks one chunk (a sentence or so, a few seconds), and this is room for
+/// the slowest voice. The same bound as a scenario turn's audio.
+pub const MAX_SPEECH_S: f64 = 120.0;
+
+/// Seconds of audio allowed per character of input, for long inputs: about eight times a
+/// normal speaking rate of 15 characters a second.
+pub const MAX_SPEECH_S_PER_CHAR: f64 = 0.5;
+
+/// How much audio speaking `text` may bring before the call is cut: [`MAX_SPEECH_S`], or
+/// [`MAX_SPEECH_S_PER_CHAR`] per character where that is more. Memory per call stays bounded
+/// (120 s at 24 kHz is 11 MB of samples) even from a server that streams forever.
+pub fn speech_cap_s(text: &str) -> f64 {
+    (text.chars().count() as f64 * MAX_SPEECH_S_PER_CHAR).max(MAX_SPEECH_S)
+}
+
 /// A header some servers (Kokoro-FastAPI, `voxlat serve-audio`) add to raw PCM.
 pub const SAMPLE_RATE_HEADER: &str = "x-sample-rate";
 
@@ -126,13 +142,29 @@ impl TtsClient {
                 .filter(|r| (1_000..=384_000).contains(r))
                 .unwrap_or(self.opts.pcm_rate);
             let mut decoder = StreamDecoder::new(rate);
+            let cap_s = speech_cap_s(text);
+            let too_long = |d: &StreamDecoder| {
+                LlmError::Other(format!(
+                    "{url} sent more than {cap_s:.0} s of audio for {} characters of text, so the call was cut there: the speech server does not stop (the cap is MAX_SPEECH_S, or MAX_SPEECH_S_PER_CHAR per character); {} samples at {} Hz arrived",
+                    text.chars().count(),
+                    d.decoded(),
+                    d.sample_rate()
+                ))
+            };
             let bad_audio = |e: crate::pcm::PcmError| {
                 LlmError::Other(format!(
                     "{url} sent audio voxlat cannot read: {e}. Ask for --tts-format pcm or wav"
                 ))
             };
             self.http
-                .read_body(resp, &mut call, |b| decoder.push(b).map_err(bad_audio))
+                .read_body(resp, &mut call, |b| {
+                    decoder.push(b).map_err(bad_audio)?;
+                    // Checked at the rate the audio is read at: a WAV header may have set it.
+                    if decoder.decoded() as f64 > cap_s * f64::from(decoder.sample_rate().max(1)) {
+                        return Err(too_long(&decoder));
+                    }
+                    Ok(())
+                })
                 .await?;
             let (samples, sample_rate) = decoder.finish().map_err(|e| match e {
                 crate::pcm::PcmError::Partial { bytes } => LlmError::Disconnected {

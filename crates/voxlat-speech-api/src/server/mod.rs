@@ -11,17 +11,19 @@
 //! queue; a full queue answers 503 with `Retry-After`. Uploads are size-capped (413), and a
 //! request the engines cannot take gets a 400 that names the field and the fix.
 
+mod limit;
 mod queue;
 mod speech;
 mod transcribe;
 
+pub use limit::ConnectionLimited;
 pub use queue::StartError;
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use queue::{Done, EngineQueue, Refused};
+use queue::{Done, EngineQueue, Refused, Slot};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -62,7 +64,14 @@ pub struct ServerOptions {
     pub english_only: bool,
     /// What a 503 tells the client to wait.
     pub retry_after: Duration,
+    /// Connections served at once; more wait in the kernel's accept backlog until one closes.
+    pub max_connections: usize,
 }
+
+/// Connections served at once by default: every engine slot several times over (each
+/// connection costs a task and its buffers, not a request's body), and far below the
+/// process's file descriptor limit.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 64;
 
 impl Default for ServerOptions {
     fn default() -> Self {
@@ -75,6 +84,7 @@ impl Default for ServerOptions {
             tts_model: "piper".into(),
             english_only: false,
             retry_after: Duration::from_secs(1),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
@@ -132,6 +142,7 @@ impl SpeechServer {
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        let listener = ConnectionLimited::new(listener, self.state.opts.max_connections);
         axum::serve(listener, self.router())
             .with_graceful_shutdown(shutdown)
             .await
@@ -146,9 +157,21 @@ impl SpeechServer {
                 "/v1/audio/transcriptions",
                 post(transcribe::handle).layer(axum::extract::DefaultBodyLimit::disable()),
             )
-            .route("/v1/audio/speech", post(speech::handle))
+            // JSON of at most `max_input_chars`, each escaped at worst to 6 bytes, and the rest.
+            .route(
+                "/v1/audio/speech",
+                post(speech::handle).layer(axum::extract::DefaultBodyLimit::max(
+                    speech_body_limit(&self.state.opts),
+                )),
+            )
             .with_state(self.state.clone())
     }
+}
+
+/// The largest `/v1/audio/speech` body read: room for `max_input_chars` escaped as `\uXXXX`
+/// and the other fields. A larger one is a 413 before it is buffered.
+pub fn speech_body_limit(opts: &ServerOptions) -> usize {
+    opts.max_input_chars.saturating_mul(6).saturating_add(4096)
 }
 
 async fn models(axum::extract::State(s): axum::extract::State<Arc<State>>) -> Response {
@@ -196,18 +219,22 @@ fn set_id(r: &mut Response, id: &str) {
     }
 }
 
-/// Runs `work` on an engine's queue: a full queue is a 503 with `Retry-After`, and the
-/// engine's own error a 400 or 500.
-async fn run_engine<E: 'static, T: Send + 'static>(
+/// A place in an engine's queue, or the 503 (full, with `Retry-After`) or 500 (engine gone)
+/// that refuses the request. Taken before the body is read, so a full server buffers nothing.
+fn reserve<E: 'static, T: Send + 'static>(
     state: &State,
     queue: &EngineQueue<E, Result<T, EngineError>>,
     id: &str,
     stage: &str,
-    work: impl FnOnce(&mut E) -> Result<T, EngineError> + Send + 'static,
-) -> Result<(T, String), Response> {
-    let rx = match queue.try_submit(work) {
-        Ok(rx) => rx,
-        Err(Refused::Full) => {
+) -> Result<Slot, Response> {
+    queue
+        .reserve()
+        .map_err(|why| refused(state, why, id, stage))
+}
+
+fn refused(state: &State, why: Refused, id: &str, stage: &str) -> Response {
+    match why {
+        Refused::Full => {
             let mut r = error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 id,
@@ -221,15 +248,29 @@ async fn run_engine<E: 'static, T: Send + 'static>(
                 "retry-after",
                 HeaderValue::from(state.opts.retry_after.as_secs().max(1)),
             );
-            return Err(r);
+            r
         }
-        Err(Refused::Gone) => {
-            return Err(error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                id,
-                format!("the {stage} engine has stopped; restart the server"),
-            ))
-        }
+        Refused::Gone => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            id,
+            format!("the {stage} engine has stopped; restart the server"),
+        ),
+    }
+}
+
+/// Runs `work` on an engine's queue in its reserved `slot`: the engine's own error is a 400
+/// or 500.
+async fn run_engine<E: 'static, T: Send + 'static>(
+    state: &State,
+    queue: &EngineQueue<E, Result<T, EngineError>>,
+    slot: Slot,
+    id: &str,
+    stage: &str,
+    work: impl FnOnce(&mut E) -> Result<T, EngineError> + Send + 'static,
+) -> Result<(T, String), Response> {
+    let rx = match queue.submit(slot, work) {
+        Ok(rx) => rx,
+        Err(why) => return Err(refused(state, why, id, stage)),
     };
     let Ok(Done {
         result,

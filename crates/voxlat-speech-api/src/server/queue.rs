@@ -2,7 +2,9 @@
 //! of ms and keep their state on the thread that loaded them, so requests wait here, and a
 //! full queue is refused at once (503) rather than left to time out.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
@@ -17,7 +19,18 @@ type Job<E, T> = (
     Box<dyn FnOnce(&mut E) -> T + Send>,
     Instant,
     oneshot::Sender<Done<T>>,
+    Slot,
 );
+
+/// A place in the queue (waiting or running), held from before the request's body is read
+/// until the engine is done with it: a full queue is refused before the upload is buffered.
+pub struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
 
 /// Why an engine could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +54,9 @@ pub enum Refused {
 
 pub struct EngineQueue<E, T> {
     tx: SyncSender<Job<E, T>>,
+    /// Requests holding a [`Slot`]; at most `depth` waiting and one running.
+    held: Arc<AtomicUsize>,
+    slots: usize,
 }
 
 impl<E: 'static, T: Send + 'static> EngineQueue<E, T> {
@@ -70,9 +86,10 @@ impl<E: 'static, T: Send + 'static> EngineQueue<E, T> {
                         return;
                     }
                 };
-                for (work, enqueued, reply) in rx {
+                for (work, enqueued, reply, slot) in rx {
                     let started = Instant::now();
                     let result = work(&mut engine);
+                    drop(slot);
                     let _ = reply.send(Done {
                         result,
                         queued: started - enqueued,
@@ -82,7 +99,11 @@ impl<E: 'static, T: Send + 'static> EngineQueue<E, T> {
             })
             .map_err(|source| StartError::Thread { name, source })?;
         match ready_rx.recv() {
-            Ok(Ok(())) => Ok(EngineQueue { tx }),
+            Ok(Ok(())) => Ok(EngineQueue {
+                tx,
+                held: Arc::new(AtomicUsize::new(0)),
+                slots: depth + 1,
+            }),
             Ok(Err(detail)) => Err(StartError::Load { name, detail }),
             Err(_) => Err(StartError::Load {
                 name,
@@ -91,13 +112,27 @@ impl<E: 'static, T: Send + 'static> EngineQueue<E, T> {
         }
     }
 
-    /// Queues `work` unless the queue is full; the receiver yields its result.
-    pub fn try_submit(
+    /// A place in the queue, unless every one is taken.
+    pub fn reserve(&self) -> Result<Slot, Refused> {
+        let taken = self.held.fetch_add(1, Ordering::AcqRel);
+        let slot = Slot(self.held.clone());
+        if taken >= self.slots {
+            return Err(Refused::Full);
+        }
+        Ok(slot)
+    }
+
+    /// Queues `work` in its reserved `slot`; the receiver yields its result.
+    pub fn submit(
         &self,
+        slot: Slot,
         work: impl FnOnce(&mut E) -> T + Send + 'static,
     ) -> Result<oneshot::Receiver<Done<T>>, Refused> {
         let (reply, rx) = oneshot::channel();
-        match self.tx.try_send((Box::new(work), Instant::now(), reply)) {
+        match self
+            .tx
+            .try_send((Box::new(work), Instant::now(), reply, slot))
+        {
             Ok(()) => Ok(rx),
             Err(TrySendError::Full(_)) => Err(Refused::Full),
             Err(TrySendError::Disconnected(_)) => Err(Refused::Gone),

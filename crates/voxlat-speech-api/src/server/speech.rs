@@ -1,6 +1,6 @@
 //! `POST /v1/audio/speech`.
 
-use super::{error, request_id, run_engine, set_id, State};
+use super::{error, request_id, reserve, run_engine, set_id, speech_body_limit, State};
 use crate::pcm::{pcm16_le, wav_bytes, OPENAI_PCM_RATE};
 use crate::tts_client::SAMPLE_RATE_HEADER;
 use axum::extract::rejection::JsonRejection;
@@ -30,6 +30,17 @@ pub(super) async fn handle(
     let bad = |m: String| error(StatusCode::BAD_REQUEST, &id, m);
     let req = match body {
         Ok(axum::Json(r)) => r,
+        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &id,
+                format!(
+                    "the request body is larger than this endpoint's limit of {} bytes (`input` is at most {} characters): split the text",
+                    speech_body_limit(&state.opts),
+                    state.opts.max_input_chars
+                ),
+            )
+        }
         Err(e) => {
             return bad(format!(
                 "the request body is not the JSON this endpoint takes ({}): send {{\"model\": …, \"voice\": …, \"input\": \"text\", \"response_format\": \"pcm\"}} with Content-Type: application/json",
@@ -61,11 +72,18 @@ pub(super) async fn handle(
             ));
         }
     }
-    let (samples, timing) =
-        match run_engine(&state, &state.tts, &id, "tts", move |e| e.speak(&input)).await {
-            Ok(v) => v,
-            Err(r) => return r,
-        };
+    let slot = match reserve(&state, &state.tts, &id, "tts") {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let (samples, timing) = match run_engine(&state, &state.tts, slot, &id, "tts", move |e| {
+        e.speak(&input)
+    })
+    .await
+    {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
     let mut resp = if format == "pcm" {
         let at_24k =
             match voxlat_audio::resample::resample(&samples, state.tts_rate, OPENAI_PCM_RATE) {

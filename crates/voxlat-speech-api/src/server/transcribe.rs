@@ -1,6 +1,6 @@
 //! `POST /v1/audio/transcriptions`.
 
-use super::{error, request_id, run_engine, set_id, State};
+use super::{error, request_id, reserve, run_engine, set_id, State};
 use axum::extract::multipart::Multipart;
 use axum::extract::State as Extract;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -23,6 +23,12 @@ pub(super) async fn handle(
     multipart: Result<Multipart, axum::extract::multipart::MultipartRejection>,
 ) -> Response {
     let id = request_id(&headers);
+    // Before the body: a full queue answers at once and buffers nothing (the connection then
+    // closes, with the unread body).
+    let slot = match reserve(&state, &state.asr, &id, "asr") {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
     let bad = |m: String| error(StatusCode::BAD_REQUEST, &id, m);
     let multipart = match multipart {
         Ok(m) => m,
@@ -70,7 +76,7 @@ pub(super) async fn handle(
         Err(m) => return bad(m),
     };
     let duration = audio.len() as f64 / 16_000.0;
-    let (text, timing) = match run_engine(&state, &state.asr, &id, "asr", move |e| {
+    let (text, timing) = match run_engine(&state, &state.asr, slot, &id, "asr", move |e| {
         e.transcribe(&audio)
     })
     .await
