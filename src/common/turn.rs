@@ -21,10 +21,13 @@ pub struct TurnArgs {
     /// Silence (ms) before the first score. [default: 200]
     #[arg(long, value_name = "MS")]
     pub turn_first: Option<u32>,
-    /// Commit at once when P(turn complete) is at least this. [default: 0.9]
+    /// Commit at once when P(turn complete) is at least this. Thresholds are per CPU family:
+    /// the int8 model scores differently with and without VNNI (0.942 against 0.597 on one
+    /// clip), so a value tuned on one family does not carry to the other. [default: 0.9]
     #[arg(long, value_name = "P")]
     pub turn_high: Option<f32>,
-    /// From the hangover on, commit when P is at least this. [default: 0.5]
+    /// From the hangover on, commit when P is at least this (per CPU family, as --turn-high).
+    /// [default: 0.5]
     #[arg(long, value_name = "P")]
     pub turn_low: Option<f32>,
     /// Longest silence (ms) held for an unsure turn. [default: 1600]
@@ -62,11 +65,24 @@ impl TurnArgs {
     }
 }
 
-/// Loads Smart Turn from the models cache onto `runtime`.
+/// Loads Smart Turn from the models cache onto `runtime`, and says on stderr which CPU family
+/// its thresholds hold for.
 pub fn load_turn_model(store: &voxlat_models::Store, runtime: &Path) -> Result<SharedScorer> {
     let path = store
         .ready_path(TURN_MODEL, TURN_FILE)
         .context("the turn model is missing; fetch it, or pass --turn-model off")?;
     let model = SmartTurn::new(&path, runtime)?;
+    eprintln!("{}", per_cpu_family_note());
     Ok(Arc::new(Mutex::new(model)))
+}
+
+/// Smart Turn is int8-quantised and ONNX Runtime's int8 kernels differ by CPU (without VNNI,
+/// x86's 8-bit dot products saturate), so its scores, and the thresholds read against them,
+/// belong to one CPU family. No per-family calibration is attempted: this says so instead.
+pub fn per_cpu_family_note() -> String {
+    let cpu = voxlat_core::cpu::CpuInfo::detect();
+    format!(
+        "note: Smart Turn's thresholds (--turn-high, --turn-low) are per CPU family: scored here on {}; the same clip scored 0.942 without VNNI and 0.597 with it, so values tuned on one family do not carry to another (results headers record the CPU as header.cpu)",
+        cpu.describe()
+    )
 }

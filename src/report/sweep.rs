@@ -29,6 +29,12 @@ pub fn print_sweep(report: &SweepReport) {
         "Endpointing delay (decision − true end of speech, audio time) against cut-offs:\n{}",
         t.render()
     );
+    if report.rows.iter().any(|r| r.policy.turn.is_some()) {
+        println!(
+            "The turn model's rows hold for this CPU family only ({}): its int8 scores differ with and without VNNI, so sweep again on another.",
+            voxlat_core::cpu::CpuInfo::detect().int8_family
+        );
+    }
     if let Some(s) = &report.score_ms {
         println!(
             "Each turn-model score also took P50 {} ms, P95 {} ms ({} scores, 1 thread); a decision after a score comes that much later.",

@@ -5,6 +5,7 @@
 #[cfg(feature = "net")]
 pub mod arrival;
 pub mod clock;
+pub mod cpu;
 pub mod event;
 pub mod fsio;
 pub mod memory;

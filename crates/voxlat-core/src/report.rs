@@ -3,6 +3,7 @@
 //! configuration, and whether the run was interrupted.
 
 use crate::clock;
+use crate::cpu::CpuInfo;
 use serde::{Deserialize, Serialize};
 
 /// Bumped whenever a field changes meaning or disappears. Adding optional fields does not bump it.
@@ -25,6 +26,11 @@ pub struct ResultsHeader {
     /// the embedded LLM server exiting mid-run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<String>,
+    /// The CPU the run measured on: model-based decisions (Smart Turn's int8 scores) differ
+    /// between CPU families, so two files are only comparable within one. Absent in files
+    /// from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuInfo>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -55,6 +61,7 @@ impl ResultsHeader {
             clock: ClockInfo::process_monotonic(),
             interrupted: false,
             stop_reason: None,
+            cpu: Some(CpuInfo::detect()),
         }
     }
 }
@@ -102,5 +109,20 @@ mod tests {
             read_header(&serde_json::json!({})),
             Err(SchemaError::NotResults)
         ));
+    }
+
+    #[test]
+    fn the_header_names_the_cpu_and_an_older_one_still_reads() {
+        let h = ResultsHeader::new("replay", "0.1.0");
+        let json = serde_json::to_value(&h).unwrap();
+        let cpu = &json["cpu"];
+        assert_eq!(cpu["arch"], std::env::consts::ARCH);
+        assert!(cpu["int8_family"].is_string(), "{json}");
+        for f in ["avx512f", "avx512_vnni", "avx_vnni", "amx_int8"] {
+            assert!(cpu[f].is_boolean(), "{f}: {json}");
+        }
+        let mut old = serde_json::json!({ "header": json });
+        old["header"].as_object_mut().unwrap().remove("cpu");
+        assert_eq!(read_header(&old).unwrap().cpu, None);
     }
 }

@@ -7,15 +7,15 @@
 //!
 //! The model is int8-quantised, and ONNX Runtime's int8 kernels differ by CPU: without VNNI,
 //! x86's 8-bit dot products saturate (0.942 against 0.597 on one clip, from Python and Rust
-//! alike). So the fixture keeps the probability per CPU family, found here the way the script
-//! finds it; the features do not depend on the CPU.
+//! alike). So the fixture keeps the probability per CPU family, found here the way the results
+//! header names it (`voxlat_core::cpu`); the features do not depend on the CPU.
 #![cfg(feature = "silero")]
 
 use serde_json::Value;
 use std::path::PathBuf;
 use voxlat_vad::turn::features::{FeatureExtractor, FRAMES, MELS};
 use voxlat_vad::turn::smart_turn::SmartTurn;
-use voxlat_vad::TurnScorer;
+use voxlat_vad::{TurnPolicy, TurnScorer};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -44,30 +44,17 @@ struct Clip {
     audio: Vec<f32>,
     /// Python's probability on this CPU family.
     probability: Option<f64>,
+    /// Python's probabilities on every CPU family the fixture holds.
+    all_families: Vec<f64>,
     max: f64,
     mean: f64,
     sampled: Vec<f64>,
 }
 
-/// The int8 kernel family ONNX Runtime picks here, named as scripts/smart-turn-reference.py
-/// names it.
-fn cpu_family() -> &'static str {
-    if !cfg!(target_arch = "x86_64") {
-        return std::env::consts::ARCH;
-    }
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let flags = cpuinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("flags"))
-        .unwrap_or_default();
-    let vnni = flags
-        .split_whitespace()
-        .any(|f| ["avx512_vnni", "avx_vnni", "amx_int8"].contains(&f));
-    if vnni {
-        "vnni"
-    } else {
-        "no-vnni"
-    }
+/// The int8 kernel family ONNX Runtime picks here, as results headers record it and as
+/// scripts/smart-turn-reference.py names it.
+fn cpu_family() -> String {
+    voxlat_core::cpu::CpuInfo::detect().int8_family
 }
 
 fn clips() -> (usize, Vec<Clip>) {
@@ -93,7 +80,13 @@ fn clips() -> (usize, Vec<Clip>) {
             Clip {
                 name: c["name"].as_str().expect("name").to_string(),
                 audio: all[start..end].to_vec(),
-                probability: c["probabilities"][cpu_family()].as_f64(),
+                probability: c["probabilities"][cpu_family().as_str()].as_f64(),
+                all_families: c["probabilities"]
+                    .as_object()
+                    .expect("probabilities")
+                    .values()
+                    .map(|p| p.as_f64().expect("a probability"))
+                    .collect(),
                 max: c["max"].as_f64().expect("max"),
                 mean: c["mean"].as_f64().expect("mean"),
                 sampled: c["sampled"]
@@ -141,9 +134,30 @@ fn features_match_the_python_reference_within_1e_4() {
     }
 }
 
+/// What every CPU family agrees on, read from the fixture alone: each clip's references are
+/// at least the default low threshold, so with the default policy each turn commits by the
+/// hangover on any of them. Whether it commits at once (P ≥ high, 0.9) is not common ground:
+/// "weather" is 0.942 without VNNI and 0.597 with it, "jfk" 0.588 and 0.855, so no test
+/// asserts that decision.
+#[test]
+fn each_cpu_family_reference_clears_the_low_threshold() {
+    let (_, clips) = clips();
+    let low = f64::from(TurnPolicy::default().low);
+    for c in &clips {
+        assert!(c.all_families.len() >= 2, "{}: both families", c.name);
+        for &p in &c.all_families {
+            assert!(p >= low, "{}: a family's P {p} is below low {low}", c.name);
+        }
+    }
+}
+
+/// On every CPU, P lies within the span of the families' references and clears the low
+/// threshold (the band and the decision that hold with and without VNNI); on a family the
+/// fixture holds, it also matches Python on that family within 1e-3.
 #[test]
 fn probability_matches_the_python_reference_within_1e_3() {
     let (_, clips) = clips();
+    let low = f64::from(TurnPolicy::default().low);
     let mut model = SmartTurn::new(
         &need("smart-turn-v3.2", "smart-turn-v3.2-cpu.onnx"),
         &need("onnxruntime", "libonnxruntime.so.1.32.0"),
@@ -152,13 +166,22 @@ fn probability_matches_the_python_reference_within_1e_3() {
     let mut spread = (f64::MAX, f64::MIN);
     for c in &clips {
         let p = f64::from(model.score(&c.audio).expect("a score").probability);
-        let want = c.probability.unwrap_or_else(|| {
-            panic!(
-                "{}: the fixture has no Python probability for CPU family {:?}: add it with scripts/smart-turn-reference.py",
+        let lo = c.all_families.iter().copied().fold(f64::MAX, f64::min);
+        let hi = c.all_families.iter().copied().fold(f64::MIN, f64::max);
+        assert!(
+            (lo - 1e-3..=hi + 1e-3).contains(&p),
+            "{}: P = {p}, outside every CPU family's reference ({lo}..{hi})",
+            c.name
+        );
+        assert!(p >= low, "{}: P = {p} is below low {low}", c.name);
+        let Some(want) = c.probability else {
+            eprintln!(
+                "{}: the fixture has no Python probability for CPU family {:?} (add it with scripts/smart-turn-reference.py): only the band is checked",
                 c.name,
                 cpu_family()
-            )
-        });
+            );
+            continue;
+        };
         assert!(
             (p - want).abs() <= 1e-3,
             "{}: P = {p}, Python says {want} on {} CPUs",
