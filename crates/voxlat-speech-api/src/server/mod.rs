@@ -221,6 +221,8 @@ fn set_id(r: &mut Response, id: &str) {
 
 /// A place in an engine's queue, or the 503 (full, with `Retry-After`) or 500 (engine gone)
 /// that refuses the request. Taken before the body is read, so a full server buffers nothing.
+// The Err is the response itself, returned at once on the refused path: boxing it buys nothing.
+#[allow(clippy::result_large_err)]
 fn reserve<E: 'static, T: Send + 'static>(
     state: &State,
     queue: &EngineQueue<E, Result<T, EngineError>>,
