@@ -24,8 +24,12 @@ const FRAMES_PER_SECOND: f64 = 50.0;
 const AUDIO_CTX_PADDING: i32 = 256;
 /// The model's full window (30 s).
 const MAX_AUDIO_CTX: i32 = 1500;
-/// Enough for a spoken turn; shorter clips get a smaller cap ([`crate::guard::token_cap`]).
-const MAX_TOKENS: i32 = 96;
+/// The most text tokens one 30 s window may decode: whisper.cpp's own default (half the
+/// decoder's 448-token context). A 30 s read passage needs 120–170, so a tighter cap would cut
+/// long turns short; shorter clips get a smaller cap ([`crate::guard::token_cap`]).
+const MAX_TOKENS_PER_WINDOW: i32 = 224;
+/// Seconds of audio in one encoder window.
+const WINDOW_SECONDS: f64 = 30.0;
 /// The temperature of a sampled re-decode (OpenAI Whisper's first fallback step is 0.2).
 const FALLBACK_TEMPERATURE: f32 = 0.2;
 
@@ -66,7 +70,28 @@ impl Fallback {
         .find(|f| f.name() == s)
     }
 
-    /// `(audio_ctx, temperature)` of each retry after the first decode.
+    /// `(audio_ctx, temperature)` of each retry after a first decode at `fit` frames. A retry
+    /// that would repeat the first decode or an earlier retry is left out: greedy decoding of
+    /// the same window gives the same text. On turns of 9.9 s and more, twice the fitted
+    /// window is already the whole window, and on turns near 30 s the fitted window is.
+    pub fn retry_plan(self, fit: i32) -> Vec<(i32, f32)> {
+        let mut plan: Vec<(i32, f32)> = Vec::new();
+        for &(ctx, temperature) in self.retries() {
+            let audio_ctx = match ctx {
+                Ctx::Fit => fit,
+                Ctx::Double => (2 * fit).min(MAX_AUDIO_CTX),
+                Ctx::Full => MAX_AUDIO_CTX,
+            };
+            let step = (audio_ctx, temperature);
+            // A sampled retry (temperature above 0) differs each time, so it always runs.
+            let repeats = temperature == 0.0 && (step == (fit, 0.0) || plan.contains(&step));
+            if !repeats {
+                plan.push(step);
+            }
+        }
+        plan
+    }
+
     fn retries(self) -> &'static [(Ctx, f32)] {
         match self {
             Fallback::Off => &[],
@@ -182,6 +207,13 @@ pub fn audio_ctx_for(seconds: f64) -> i32 {
     (frames + AUDIO_CTX_PADDING).min(MAX_AUDIO_CTX)
 }
 
+/// The guard's token cap for a whole decode of `seconds`: whisper.cpp decodes audio longer than
+/// one window a window at a time, each up to [`MAX_TOKENS_PER_WINDOW`].
+pub fn token_cap_for(seconds: f64) -> i32 {
+    let windows = (seconds.max(0.0) / WINDOW_SECONDS).ceil().clamp(1.0, 1e6) as i32;
+    crate::guard::token_cap(seconds, MAX_TOKENS_PER_WINDOW.saturating_mul(windows))
+}
+
 impl WhisperEngine {
     /// Loads a ggml Whisper model. `threads` is explicit because ggml's spinning thread pool
     /// collapses when stages oversubscribe the cores (see docs/models.md, threads).
@@ -223,7 +255,7 @@ impl WhisperEngine {
         }
         let seconds = samples.len() as f64 / SAMPLE_RATE as f64;
         let fit = audio_ctx_for(seconds);
-        let cap = crate::guard::token_cap(seconds, MAX_TOKENS);
+        let cap = token_cap_for(seconds);
         let first = self.decode(samples, fit, 0.0, cap)?;
         let mut compute = first.compute;
         let mut fallback = None;
@@ -232,12 +264,7 @@ impl WhisperEngine {
             let first_compute = kept.compute;
             let mut retries = 0;
             let mut recovered = false;
-            for &(ctx, temperature) in self.fallback.retries() {
-                let audio_ctx = match ctx {
-                    Ctx::Fit => fit,
-                    Ctx::Double => (2 * fit).min(MAX_AUDIO_CTX),
-                    Ctx::Full => MAX_AUDIO_CTX,
-                };
+            for (audio_ctx, temperature) in self.fallback.retry_plan(fit) {
                 let retry = self.decode(samples, audio_ctx, temperature, cap)?;
                 retries += 1;
                 compute += retry.compute;
@@ -305,7 +332,8 @@ impl WhisperEngine {
         params.set_no_timestamps(true);
         params.set_temperature(temperature);
         params.set_temperature_inc(0.0);
-        params.set_max_tokens(max_tokens);
+        // whisper.cpp applies the cap to each window's segment.
+        params.set_max_tokens(max_tokens.min(MAX_TOKENS_PER_WINDOW));
         params.set_audio_ctx(audio_ctx);
         params.set_print_progress(false);
         params.set_print_realtime(false);
@@ -350,6 +378,39 @@ mod tests {
         assert_eq!(audio_ctx_for(29.0), 1500);
         assert_eq!(audio_ctx_for(1e12), 1500);
         assert_eq!(audio_ctx_for(-1.0), 256);
+    }
+
+    #[test]
+    fn a_long_turn_may_decode_as_many_tokens_as_it_needs() {
+        // 30 s of read speech is 120–170 text tokens; the old cap of 96 cut it short.
+        assert!(token_cap_for(30.0) >= 200);
+        assert_eq!(token_cap_for(30.0), MAX_TOKENS_PER_WINDOW);
+        // A minute is two windows, each with its own cap.
+        assert!(token_cap_for(60.0) > MAX_TOKENS_PER_WINDOW);
+        assert_eq!(token_cap_for(2.0), crate::guard::token_cap(2.0, 224));
+    }
+
+    #[test]
+    fn no_retry_repeats_an_identical_decode() {
+        let plan = |seconds: f64, f: Fallback| f.retry_plan(audio_ctx_for(seconds));
+        // A short turn: twice the window, then the whole window.
+        assert_eq!(
+            plan(3.0, Fallback::WiderWindow),
+            vec![(2 * audio_ctx_for(3.0), 0.0), (MAX_AUDIO_CTX, 0.0)]
+        );
+        // From 9.9 s, twice the window is the whole window: one retry, not the same one twice.
+        assert_eq!(plan(9.9, Fallback::WiderWindow), vec![(MAX_AUDIO_CTX, 0.0)]);
+        assert_eq!(
+            plan(15.0, Fallback::WiderWindow),
+            vec![(MAX_AUDIO_CTX, 0.0)]
+        );
+        // Near 30 s the first decode already had the whole window: a greedy retry would only
+        // say the same again.
+        assert!(plan(29.5, Fallback::WiderWindow).is_empty());
+        assert!(plan(29.5, Fallback::FullWindow).is_empty());
+        // Sampled retries differ each time, so they stay.
+        assert_eq!(plan(29.5, Fallback::Temperature).len(), 2);
+        assert!(plan(3.0, Fallback::Off).is_empty());
     }
 
     #[test]

@@ -44,21 +44,41 @@ pub fn levels(samples: &[f32]) -> Levels {
     }
 }
 
-/// Removes `[BLANK_AUDIO]`, `(music)`, `*sighs*` and the like.
+/// Removes `[BLANK_AUDIO]`, `(music)`, `*sighs*` and the like. Only a closed bracket of words
+/// is an annotation: an unclosed `(`, `[` or `*`, a bracket holding a digit ("(555) 123 4567")
+/// and a spaced asterisk ("5 * 3") are what the user said, and stay.
 pub fn strip_annotations(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut depth: Option<char> = None;
-    for c in text.chars() {
-        match (depth, c) {
-            (None, '[') => depth = Some(']'),
-            (None, '(') => depth = Some(')'),
-            (None, '*') => depth = Some('*'),
-            (Some(close), c) if c == close => depth = None,
-            (Some(_), _) => {}
-            (None, c) => out.push(c),
+    let mut rest = text;
+    while let Some(open_at) = rest.find(['[', '(', '*']) {
+        let open = rest[open_at..].chars().next().unwrap_or('(');
+        let close = match open {
+            '[' => ']',
+            '(' => ')',
+            _ => '*',
+        };
+        out.push_str(&rest[..open_at]);
+        let after = &rest[open_at + open.len_utf8()..];
+        match after.find(close).map(|end| (&after[..end], end)) {
+            Some((inner, end)) if is_annotation(open, inner) => {
+                rest = &after[end + close.len_utf8()..];
+            }
+            _ => {
+                out.push(open);
+                rest = after;
+            }
         }
     }
+    out.push_str(rest);
     out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Whether the text between an opening and a closing bracket reads as a sound description.
+fn is_annotation(open: char, inner: &str) -> bool {
+    let words = !inner.trim().is_empty() && !inner.chars().any(|c| c.is_ascii_digit());
+    // "*sighs*" hugs its word; "5 * 3 * 2" has spaces inside its asterisks.
+    let hugged = open != '*' || inner.trim() == inner;
+    words && hugged
 }
 
 fn normalized(text: &str) -> String {
@@ -122,6 +142,23 @@ mod tests {
             filter(" Set a timer. [Music]", LOUD).unwrap(),
             "Set a timer."
         );
+    }
+
+    #[test]
+    fn what_the_user_said_is_never_taken_for_an_annotation() {
+        assert_eq!(strip_annotations("What is 5 * 3"), "What is 5 * 3");
+        assert_eq!(
+            strip_annotations("What is 5 * 3 * 2?"),
+            "What is 5 * 3 * 2?"
+        );
+        assert_eq!(strip_annotations("Call me (at home"), "Call me (at home");
+        assert_eq!(strip_annotations("Dial [nine then"), "Dial [nine then");
+        assert_eq!(
+            strip_annotations("Call (555) 123 4567."),
+            "Call (555) 123 4567."
+        );
+        assert_eq!(strip_annotations("What is 5 * 3 *laughs*"), "What is 5 * 3");
+        assert_eq!(filter("What is 5 * 3", LOUD).unwrap(), "What is 5 * 3");
     }
 
     #[test]

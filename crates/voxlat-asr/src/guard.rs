@@ -28,10 +28,14 @@ pub const MAX_COMPRESSION_RATIO: f64 = 2.4;
 /// Shorter texts carry zlib's fixed overhead and cannot reach the ratio; the phrase test covers
 /// them.
 const MIN_BYTES_FOR_RATIO: usize = 40;
-/// A phrase of up to this many words said this many times in a row is a loop. Three in a row
-/// is still said on purpose ("no, no, no"); four is not something people say to an assistant.
+/// A phrase of two to this many words said this many times in a row is a loop: nobody says
+/// "ten of clubs" four times to an assistant.
 const MAX_PHRASE_WORDS: usize = 6;
 const LOOP_REPEATS: usize = 4;
+/// One word said again and again is a different matter: digit entry ("my PIN is 5 5 5 5") and
+/// "no no no no" are real. A repeated word is a loop only when it comes faster than anyone says
+/// a word on purpose, one after another: a runaway prints many copies of a word heard once.
+const MAX_REPEATS_PER_SECOND: f64 = 4.0;
 
 /// The most text tokens a decode of `seconds` of audio may produce, never above `max`.
 pub fn token_cap(seconds: f64, max: i32) -> i32 {
@@ -90,8 +94,15 @@ pub fn check(text: &str, tokens: usize, cap: usize, seconds: f64) -> Option<Deco
             allowed,
         });
     }
-    if let Some((phrase, times)) = longest_loop(&words) {
-        return Some(DecodeFailure::Loop { phrase, times });
+    let too_fast = |times: usize| times as f64 > seconds.max(0.0) * MAX_REPEATS_PER_SECOND;
+    if let Some(l) = loops(&words)
+        .into_iter()
+        .find(|l| l.words > 1 || too_fast(l.times))
+    {
+        return Some(DecodeFailure::Loop {
+            phrase: l.phrase(&words),
+            times: l.times,
+        });
     }
     if text.len() >= MIN_BYTES_FOR_RATIO {
         let ratio = compression_ratio(text);
@@ -115,10 +126,25 @@ fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The phrase (1 to [`MAX_PHRASE_WORDS`] words) repeated back to back at least
-/// [`LOOP_REPEATS`] times, with its count; the one repeated most wins.
-fn longest_loop(words: &[String]) -> Option<(String, usize)> {
-    let mut best: Option<(usize, usize, usize)> = None; // (times, start, n)
+/// A phrase repeated back to back.
+#[derive(Clone, Copy, Debug)]
+struct Repeat {
+    start: usize,
+    words: usize,
+    times: usize,
+}
+
+impl Repeat {
+    fn phrase(&self, words: &[String]) -> String {
+        words[self.start..self.start + self.words].join(" ")
+    }
+}
+
+/// Every phrase (1 to [`MAX_PHRASE_WORDS`] words) repeated back to back at least
+/// [`LOOP_REPEATS`] times, most repeated first. A phrase that is itself a repetition ("5 5")
+/// is left out: its shorter unit is the loop, and must be judged as one word.
+fn loops(words: &[String]) -> Vec<Repeat> {
+    let mut found = Vec::new();
     for n in 1..=MAX_PHRASE_WORDS.min(words.len() / LOOP_REPEATS) {
         for start in 0..n {
             let mut i = start;
@@ -129,14 +155,27 @@ fn longest_loop(words: &[String]) -> Option<(String, usize)> {
                 {
                     times += 1;
                 }
-                if times >= LOOP_REPEATS && best.is_none_or(|(t, _, _)| times > t) {
-                    best = Some((times, i, n));
+                if times >= LOOP_REPEATS && is_primitive(&words[i..i + n]) {
+                    found.push(Repeat {
+                        start: i,
+                        words: n,
+                        times,
+                    });
                 }
                 i += n * times;
             }
         }
     }
-    best.map(|(times, start, n)| (words[start..start + n].join(" "), times))
+    found.sort_by_key(|r| std::cmp::Reverse(r.times));
+    found
+}
+
+/// Whether `phrase` is not a shorter phrase said several times over.
+fn is_primitive(phrase: &[String]) -> bool {
+    let n = phrase.len();
+    (1..n)
+        .filter(|d| n.is_multiple_of(*d))
+        .all(|d| (d..n).any(|i| phrase[i] != phrase[i % d]))
 }
 
 /// Bytes of `text` over bytes of its zlib compression, as OpenAI Whisper computes it.
@@ -155,8 +194,9 @@ pub fn compression_ratio(text: &str) -> f64 {
 }
 
 /// The last resort when every decode ran away: cuts the text at the second occurrence of its
-/// loop, so "5, 5, 5, 5, 5" becomes "5, " — what was heard once, not forty times. Returns the text
-/// unchanged when it holds no loop.
+/// loop, so "5, 5, 5, 5, 5" becomes "5," — what was heard once, not forty times. Every decode
+/// failed, so any repetition counts here, however slow. Returns the text unchanged when it holds
+/// no loop.
 pub fn cut_loop(text: &str) -> String {
     let tokens: Vec<&str> = text.split_whitespace().collect();
     let normal: Vec<String> = words(text);
@@ -164,14 +204,8 @@ pub fn cut_loop(text: &str) -> String {
     if tokens.len() != normal.len() {
         return text.to_string();
     }
-    match longest_loop(&normal) {
-        Some((phrase, _)) => {
-            let n = phrase.split(' ').count();
-            let first = (0..normal.len().saturating_sub(n))
-                .find(|&i| normal[i..i + n].join(" ") == phrase)
-                .unwrap_or(0);
-            tokens[..first + n].join(" ")
-        }
+    match loops(&normal).first() {
+        Some(l) => tokens[..l.start + l.words].join(" "),
         None => text.to_string(),
     }
 }
@@ -211,6 +245,17 @@ mod tests {
     }
 
     #[test]
+    fn a_word_repeated_faster_than_anyone_says_it_is_a_loop() {
+        // Four "5"s from 0.8 s of audio: one "five" heard four times.
+        assert!(matches!(
+            check("5, 5, 5, 5, 5.", 8, 19, 0.8),
+            Some(DecodeFailure::Loop { times: 5, .. })
+        ));
+        // "5 5" is not a two-word phrase of its own: eight fives over 4 s are digit entry.
+        assert_eq!(check("5 5 5 5 5 5 5 5", 8, 96, 4.0), None);
+    }
+
+    #[test]
     fn a_decode_that_reaches_its_cap_failed() {
         assert_eq!(
             check("Five", 19, 19, 0.8),
@@ -229,6 +274,10 @@ mod tests {
             ("No, no, no.", 1.2),
             ("Set a timer for ten minutes.", 1.8),
             ("5 5 5 1 2 3 4", 3.0),
+            ("My PIN is 5 5 5 5.", 3.0),
+            ("No, no, no, no.", 1.5),
+            ("5 5 5 5 5 5 5 5", 4.0),
+            ("Call 555 5555 5555 5555 5555.", 6.0),
             (
                 "That agent is already logged on. Please enter your agent number followed by the pound key.",
                 5.5,
