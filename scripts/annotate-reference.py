@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
-"""Reference speech bounds for scenario WAVs, by a method independent of voxlat's own.
+"""Reference speech bounds for scenario WAVs, by a method that shares no code with voxlat's.
 
-voxlat's endpointer refines its speech end with an energy rule (frame RMS within 40 dB of the
-loudest frame, 20 ms frames), and `voxlat annotate` uses the same kind of rule. A scenario
-annotated that way would grade the endpointer against itself. This script uses a different
-rule, in plain Python with no voxlat code:
+voxlat's endpointer refines its speech end on a speech-band energy track
+(`crates/voxlat-vad/src/energy.rs`): two cascaded 2nd-order Butterworth high-passes at
+150 Hz, 5 ms blocks, a block is speech within 50 dB of the turn's peak and at least 6 dB above
+the noise floor, a block counts only with its predecessor, and blocks that lose more than 10 dB
+to the filter are thumps. `voxlat annotate` uses 10 ms frames within 40 dB of the loudest.
+Annotating scenarios with either would grade the endpointer against itself. This script is
+plain Python with no voxlat code, and its rule differs in the filter, the floor margin and the
+click rule:
 
-1. high-pass the signal (2nd-order Butterworth at 120 Hz), so hum, rumble and microphone
+1. high-pass the signal (one 2nd-order Butterworth at 120 Hz), so hum, rumble and microphone
    thumps do not count as speech;
 2. 5 ms frames, energy in dB;
 3. a frame is speech when it is above BOTH the noise floor + 15 dB (the floor is the 2nd
@@ -15,7 +19,9 @@ rule, in plain Python with no voxlat code:
 4. the end of speech is the end of the last speech frame; runs of speech shorter than 15 ms
    after 100 ms of non-speech are ignored as clicks.
 
-Each value is then checked by eye on a spectrogram (`sox FILE -n spectrogram -o FILE.png`),
+The two energy rules are alike in kind (both high-pass, both use 5 ms frames and the same
+50 dB below the peak), so agreement between them is weak evidence on its own: what makes the
+reference independent is that each value is then checked by eye on a spectrogram (`sox FILE -n spectrogram -o FILE.png`),
 and scenarios/README.md records the check per clip. Usage: annotate-reference.py WAV...
 Prints `file start_ms end_ms` per file.
 """
