@@ -17,16 +17,19 @@ use voxlat_speech_api::{AsrClient, AsrClientOptions};
 const LLM_KEY: &str = "sk-llm-key-0001";
 const ASR_KEY: &str = "sk-asr-key-0002";
 
+/// Each request's path and `Authorization` header.
+type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
 /// A transcription server on `ip` that records each request's path and `Authorization`,
 /// answering every request with `status` (a transcript when 200).
 struct Recorder {
     base: String,
-    seen: Arc<Mutex<Vec<(String, Option<String>)>>>,
+    seen: Seen,
 }
 
 impl Recorder {
     fn start(ip: &str, status: StatusCode) -> Recorder {
-        let seen: Arc<Mutex<Vec<(String, Option<String>)>>> = Arc::default();
+        let seen: Seen = Arc::default();
         let log = seen.clone();
         let router = Router::new().fallback(
             move |uri: axum::http::Uri, headers: HeaderMap, _body: axum::body::Bytes| {
