@@ -476,8 +476,8 @@ mod tests {
         t.overhead_ms = Some(i as f64 * 0.5);
         t.wer = Some((i % 3) as f64 / 10.0);
         t.asr_compute_ms = Some(40.0 + i as f64);
-        t.asr_fallback = (i % 4 == 0).then(|| "ran away".repeat(20));
-        t.speech_end_annotated = i % 2 == 0;
+        t.asr_fallback = i.is_multiple_of(4).then(|| "ran away".repeat(20));
+        t.speech_end_annotated = i.is_multiple_of(2);
         t.vad_speech_end_error_ms = Some(i as f64 - 5.0);
         t.transcript = "what is the weather like in paris today ".repeat(10);
         t.reply_text = "It is sunny and warm in Paris today. ".repeat(200);
@@ -493,7 +493,7 @@ mod tests {
             ..RemoteCall::default()
         };
         t.asr_remote = Some(call(20 + i));
-        t.chunks = (0..4)
+        t.chunks = (0..4u64)
             .map(|c| crate::record::ChunkRecord {
                 chars: 40,
                 submitted: Nanos(at),
@@ -501,15 +501,15 @@ mod tests {
                 first_audio: Some(Nanos(at + 1)),
                 audio_s: 1.5,
                 skipped: None,
-                remote: (c % 2 == 0).then(|| call(30 + c + i)),
+                remote: c.is_multiple_of(2).then(|| call(30 + c + i)),
             })
             .collect();
         t.quality = Some(crate::quality::ReplyQuality {
             not_echo: true,
-            clean_end: i % 3 != 0,
+            clean_end: !i.is_multiple_of(3),
             foreign_tokens: Vec::new(),
             length_ok: true,
-            keywords_ok: Some(i % 2 == 0),
+            keywords_ok: Some(i.is_multiple_of(2)),
         });
         t.llm = Some(voxlat_llm::record::StreamOutcome {
             text: t.reply_text.clone(),
