@@ -36,6 +36,8 @@ pub enum StageError {
 pub enum TurnError {
     #[error("the audio ended without an endpoint")]
     NoEndpoint,
+    #[error("the session ended before the utterance's endpoint")]
+    SessionEnded,
     #[error("the endpointer found no speech in the utterance")]
     NoSpeech,
     #[error("cannot start the audio source: {0}")]

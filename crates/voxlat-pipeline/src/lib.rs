@@ -16,6 +16,7 @@ pub mod fake;
 pub mod history;
 pub mod levels;
 pub mod live;
+pub mod meter;
 pub mod output;
 pub mod quality;
 pub mod record;

@@ -5,6 +5,7 @@
 
 use crate::config::PipelineConfig;
 use crate::error::TurnError;
+use crate::meter::Meter;
 use crate::output::{Cancel, Output, Played};
 use crate::record::{BusySpan, Interruption, TurnOutcome, TurnRecord};
 use crate::stages::{BoxFuture, Replier};
@@ -53,6 +54,9 @@ pub(crate) struct TurnCtx<'a> {
     /// A speculative reply: its audio is held until this carries the commit (the endpoint),
     /// and never plays if `cancel` fires first.
     pub hold: Option<Hold>,
+    /// A speculative reply's: the LLM request and TTS report their time to it, which is the
+    /// waste if the reply is discarded.
+    pub meter: Option<Meter>,
 }
 
 /// When a held reply may play: `Some(endpoint)` once the turn is committed.
@@ -89,6 +93,15 @@ impl Pipeline {
         self.asr.submit(audio)
     }
 
+    /// Queues a speculative transcription, its decode time reported to `meter`.
+    pub(crate) fn transcribe_metered(
+        &self,
+        audio: Vec<f32>,
+        meter: Meter,
+    ) -> oneshot::Receiver<AsrResult> {
+        self.asr.submit_metered(audio, Some(meter))
+    }
+
     /// From the transcription in flight to the reply played. `endpoint` is when the
     /// endpoint decision reached the pipeline: the transcript counts from then at the
     /// earliest.
@@ -108,6 +121,7 @@ impl Pipeline {
             cancel,
             progress,
             hold,
+            meter,
         } = cx;
         let asr = tokio::select! {
             r = asr => r.map_err(|_| TurnError::AsrWorkerGone)?,
@@ -153,6 +167,7 @@ impl Pipeline {
             timeline: tl.clone(),
             out: audio_tx,
             cancel: tts_cancel.clone(),
+            meter: meter.clone(),
         });
         // The clean-end chunker withholds a trailing fragment or stray token once the stream
         // is done (voxlat_tts::tail), so Piper never speaks it.
@@ -212,12 +227,14 @@ impl Pipeline {
         };
         self.tts.send(TtsMsg::End);
         // An abandoned request was busy until it was dropped.
-        rec.push_span(
-            "llm",
-            tl.get(EventKind::LlmSent),
+        let llm_busy = tl.get(EventKind::LlmSent).zip(
             tl.get(EventKind::LlmDone)
                 .or_else(|| aborted.then(clock::now)),
         );
+        if let (Some(m), Some((from, to))) = (&meter, llm_busy) {
+            m.span(from, to);
+        }
+        rec.push_span("llm", llm_busy.map(|b| b.0), llm_busy.map(|b| b.1));
         let played = sink.await.map_err(|e| TurnError::Output(e.to_string()))?;
         tts_cancel.store(true, Ordering::Release);
         for c in &played.chunks {
@@ -282,6 +299,15 @@ impl Pipeline {
         let spoken = spoken.join(" ");
         rec.quality = Some(crate::quality::check(
             &spoken,
+            &transcript.text,
+            system_prompt,
+            expect_keywords,
+            &crate::quality::Bounds::default(),
+        ));
+        // Graded again as the LLM wrote it: the filter withholds what would fail, so the
+        // spoken verdict alone would flatter the model.
+        rec.quality_before_filter = Some(crate::quality::check(
+            &crate::quality::before_filter(&spoken, rec.dropped_tail.as_deref()),
             &transcript.text,
             system_prompt,
             expect_keywords,

@@ -5,6 +5,7 @@
 //! Runtime's state stay on the thread that made them).
 
 use crate::error::StageError;
+use crate::meter::Meter;
 use crate::stages::Transcriber;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,6 +27,9 @@ pub struct AsrResult {
 struct AsrJob {
     audio: Vec<f32>,
     reply: oneshot::Sender<AsrResult>,
+    /// A speculative transcription's: told the decode's time even when nobody awaits the
+    /// result any more.
+    meter: Option<Meter>,
 }
 
 /// Dropping a worker closes its queue and waits for the job in hand: a native library must
@@ -83,10 +87,14 @@ impl AsrWorker {
                     }
                     let started = clock::now();
                     let transcript = engine.transcribe(&job.audio);
+                    let finished = clock::now();
+                    if let Some(m) = &job.meter {
+                        m.span(started, finished);
+                    }
                     let _ = job.reply.send(AsrResult {
                         transcript,
                         started,
-                        finished: clock::now(),
+                        finished,
                     });
                 }
             })
@@ -112,9 +120,22 @@ impl AsrWorker {
 
     /// Queues a transcription; the receiver yields its result.
     pub fn submit(&self, audio: Vec<f32>) -> oneshot::Receiver<AsrResult> {
+        self.submit_metered(audio, None)
+    }
+
+    /// As [`AsrWorker::submit`], reporting the decode's time to `meter` if it runs.
+    pub fn submit_metered(
+        &self,
+        audio: Vec<f32>,
+        meter: Option<Meter>,
+    ) -> oneshot::Receiver<AsrResult> {
         let (reply, rx) = oneshot::channel();
         if let Some(tx) = &self.tx {
-            let _ = tx.send(AsrJob { audio, reply });
+            let _ = tx.send(AsrJob {
+                audio,
+                reply,
+                meter,
+            });
         }
         rx
     }
@@ -136,6 +157,8 @@ pub enum TtsMsg {
         out: mpsc::UnboundedSender<ChunkAudio>,
         /// Raised on barge-in: chunks still queued are skipped, not synthesized.
         cancel: Arc<AtomicBool>,
+        /// A speculative reply's: told each chunk's synthesis time, heard or not.
+        meter: Option<Meter>,
     },
     Chunk {
         text: String,
@@ -223,6 +246,7 @@ fn serve_tts<V: Synthesize>(voice: &mut V, rx: &std_mpsc::Receiver<TtsMsg>) {
             timeline,
             out,
             cancel,
+            meter,
         } = msg
         else {
             continue;
@@ -232,7 +256,12 @@ fn serve_tts<V: Synthesize>(voice: &mut V, rx: &std_mpsc::Receiver<TtsMsg>) {
             match rx.recv() {
                 Ok(TtsMsg::Chunk { .. }) if cancel.load(Ordering::Acquire) => {}
                 Ok(TtsMsg::Chunk { text, submitted }) => {
-                    match stream.speak_submitted(&text, submitted) {
+                    let started = clock::now();
+                    let spoken = stream.speak_submitted(&text, submitted);
+                    if let Some(m) = &meter {
+                        m.span(started, clock::now());
+                    }
+                    match spoken {
                         Ok(chunk) => {
                             let _ = out.send(chunk);
                         }

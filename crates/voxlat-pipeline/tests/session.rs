@@ -685,3 +685,169 @@ fn the_first_chunk_is_cut_at_the_pipelines_cap() {
     let spoken = f.tts.spoken.lock().unwrap();
     assert_eq!(spoken[0], "one two");
 }
+
+/// The user resumes while a held reply's first chunk is with Piper: the chunk's synthesis
+/// runs on after the reply is dropped, and is waste all the same.
+#[test]
+fn a_cancelled_held_replys_piper_time_is_in_the_waste() {
+    let mut f = Fakes::new();
+    f.tts.compute = 300 * MS;
+    let (rec, sink) = first_speculating_turn(&f, |tx| async move {
+        tx.send(provisional()).await.unwrap();
+        // ASR 20 ms and the whole reply streamed within 100 ms: the first chunk is being
+        // synthesized when the user goes on.
+        tokio::time::sleep(150 * MS).await;
+        let now = clock::now();
+        tx.send(vad(VadEvent::Retracted {
+            at: now,
+            provisional_at: Nanos(now.0 - 150_000_000),
+        }))
+        .await
+        .unwrap();
+        tx.send(endpoint(false)).await.unwrap();
+    });
+    assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
+    assert_eq!(rec.speculation_misses, 1);
+    assert_eq!(
+        sink.0.load(Ordering::SeqCst),
+        1,
+        "the held reply was never heard"
+    );
+    // A lower bound: Piper's 300 ms on the chunk it had started (queued ones are skipped).
+    assert!(
+        rec.speculation_wasted_ms >= 300.0,
+        "{} ms wasted",
+        rec.speculation_wasted_ms
+    );
+}
+
+/// Whisper is still decoding the provisional end when the user resumes: the held reply is
+/// cancelled before it has a transcript, but the decode runs to its end and is waste.
+#[test]
+fn a_speculation_resumed_during_asr_counts_its_whisper_time() {
+    let mut f = Fakes::new();
+    f.asr.compute = 300 * MS;
+    let (rec, _) = first_speculating_turn(&f, |tx| async move {
+        tx.send(provisional()).await.unwrap();
+        tokio::time::sleep(100 * MS).await;
+        let now = clock::now();
+        tx.send(vad(VadEvent::Retracted {
+            at: now,
+            provisional_at: Nanos(now.0 - 100_000_000),
+        }))
+        .await
+        .unwrap();
+        tx.send(endpoint(false)).await.unwrap();
+    });
+    assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
+    assert_eq!(rec.speculation_misses, 1);
+    assert!(
+        rec.speculation_wasted_ms >= 300.0,
+        "{} ms wasted",
+        rec.speculation_wasted_ms
+    );
+    assert_eq!(
+        f.llm.requests.lock().unwrap().len(),
+        1,
+        "only the turn asked"
+    );
+}
+
+/// Speculative ASR without a speculative reply: a transcription the retraction drops is
+/// waste too, though no reply was discarded.
+#[test]
+fn a_dropped_speculative_transcription_is_waste() {
+    let mut f = Fakes::new();
+    f.asr.compute = 200 * MS;
+    let rec = first_live_turn(&f, |tx| async move {
+        tx.send(provisional()).await.unwrap();
+        tokio::time::sleep(50 * MS).await;
+        let now = clock::now();
+        tx.send(vad(VadEvent::Retracted {
+            at: now,
+            provisional_at: Nanos(now.0 - 50_000_000),
+        }))
+        .await
+        .unwrap();
+        tx.send(endpoint(false)).await.unwrap();
+    });
+    assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
+    assert!(!rec.speculative_asr);
+    assert_eq!(rec.speculation_misses, 0, "no reply was speculated");
+    assert!(
+        rec.speculation_wasted_ms >= 200.0,
+        "{} ms wasted",
+        rec.speculation_wasted_ms
+    );
+}
+
+/// A session closed (Ctrl-C) after a discarded speculation and before the next endpoint:
+/// the miss is on a record of the unfinished utterance rather than lost.
+#[test]
+fn a_miss_after_the_last_turn_is_reported_when_the_session_closes() {
+    let f = Fakes::new();
+    let p = f.pipeline(PipelineConfig {
+        speculative_reply: true,
+        ..PipelineConfig::default()
+    });
+    let sink = VirtualSink;
+    let (tx, rx) = mpsc::channel(16);
+    let recs = rt().block_on(async {
+        let mut s = Session::new(&p, &sink, rx, SessionOptions::default(), TurnMeta::live);
+        tx.send(endpoint(false)).await.unwrap();
+        let first = s.next_turn().await.unwrap().unwrap();
+        assert_eq!(first.outcome, TurnOutcome::Ok, "{:?}", first.error);
+        tx.send(provisional()).await.unwrap();
+        // The held reply gets going; then the user resumes and is still talking at Ctrl-C.
+        let waited = tokio::time::timeout(200 * MS, s.next_turn()).await;
+        assert!(waited.is_err(), "no turn ended: {waited:?}");
+        let now = clock::now();
+        tx.send(vad(VadEvent::Retracted {
+            at: now,
+            provisional_at: Nanos(now.0 - 200_000_000),
+        }))
+        .await
+        .unwrap();
+        let waited = tokio::time::timeout(100 * MS, s.next_turn()).await;
+        assert!(waited.is_err(), "the miss is no turn: {waited:?}");
+        s.close().await
+    });
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    let rec = &recs[0];
+    assert_eq!(rec.turn, "turn-2");
+    assert_eq!(rec.outcome, TurnOutcome::Error);
+    assert_eq!(
+        rec.error.as_deref(),
+        Some("the session ended before the utterance's endpoint")
+    );
+    assert_eq!(rec.speculation_misses, 1);
+    // ASR 20 ms and the LLM's 30 ms to its first token, at least.
+    assert!(
+        rec.speculation_wasted_ms >= 50.0,
+        "{}",
+        rec.speculation_wasted_ms
+    );
+}
+
+/// Closing mid-turn (Ctrl-C while a reply streams): the turn already shown as started is
+/// in the results, as an interrupted turn.
+#[test]
+fn closing_mid_turn_returns_the_turn_in_flight() {
+    let mut f = Fakes::new();
+    f.llm.ttft = 2_000 * MS;
+    let p = f.pipeline(PipelineConfig::default());
+    let sink = VirtualSink;
+    let (tx, rx) = mpsc::channel(16);
+    let recs = rt().block_on(async {
+        let mut s = Session::new(&p, &sink, rx, SessionOptions::default(), TurnMeta::live);
+        tx.send(endpoint(false)).await.unwrap();
+        let waited = tokio::time::timeout(200 * MS, s.next_turn()).await;
+        assert!(waited.is_err(), "the reply is still coming: {waited:?}");
+        assert_eq!(s.turns_started(), 1);
+        s.close().await
+    });
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    assert_eq!(recs[0].turn, "turn-1");
+    assert_eq!(recs[0].outcome, TurnOutcome::Interrupted);
+    assert_eq!(f.llm.abandoned.load(Ordering::SeqCst), 1);
+}

@@ -3,6 +3,7 @@
 
 use super::{Endpointed, Facts, InFlight, Session, TurnMeta};
 use crate::error::TurnError;
+use crate::meter::{Meter, Spent};
 use crate::record::{SpeculativeReply, TurnOutcome, TurnRecord};
 use crate::respond::{Hold, Progress, ProgressFn, TurnCtx};
 use crate::workers::AsrResult;
@@ -15,20 +16,28 @@ impl<'p> Session<'p> {
         self.started += 1;
         let meta = (self.labels)(self.started);
         let progress = self.progress.clone();
-        self.launch(meta, e.asr, Facts::Known(e.commit), progress, None);
+        self.launch(meta, e.asr, Facts::Known(e.commit), progress, None, None);
     }
 
     /// A speculative reply, from the provisional end's transcription: it runs through TTS
-    /// but is held (and quiet) until the endpoint commits it.
-    pub(super) fn start_held(&mut self, asr: oneshot::Receiver<AsrResult>) {
+    /// but is held (and quiet) until the endpoint commits it. Its stages report their time
+    /// to `meter` (the transcription already does), which `spent` collects.
+    pub(super) fn start_held(
+        &mut self,
+        asr: oneshot::Receiver<AsrResult>,
+        meter: Meter,
+        spent: Spent,
+    ) {
         let meta = (self.labels)(self.started + 1);
         let (facts, facts_rx) = oneshot::channel();
         let (hold, hold_rx) = watch::channel(None);
         // Nothing is shown of a reply that may never be spoken.
         let quiet: Arc<ProgressFn> = Arc::new(|_| {});
-        self.launch(meta, asr, Facts::Pending(facts_rx), quiet, Some(hold_rx));
+        let facts_rx = Facts::Pending(facts_rx);
+        self.launch(meta, asr, facts_rx, quiet, Some(hold_rx), Some(meter));
         if let Some(t) = &mut self.turn {
             t.uncommitted = Some((facts, hold));
+            t.spent = Some(spent);
         }
     }
 
@@ -39,6 +48,7 @@ impl<'p> Session<'p> {
         facts: Facts,
         progress: Arc<ProgressFn>,
         hold: Option<Hold>,
+        meter: Option<Meter>,
     ) {
         let pipeline = self.pipeline;
         let output = self.output;
@@ -74,6 +84,7 @@ impl<'p> Session<'p> {
                 cancel: cancel_rx,
                 progress: &*progress,
                 hold,
+                meter,
             };
             if let Err(err) = pipeline.respond(asr, endpoint, cx).await {
                 fail(&mut rec, &err);
@@ -111,6 +122,7 @@ impl<'p> Session<'p> {
             fut,
             cancel,
             uncommitted: None,
+            spent: None,
         });
     }
 
@@ -136,7 +148,7 @@ impl<'p> Session<'p> {
     }
 }
 
-fn blank_record(meta: &TurnMeta, tl: &Timeline) -> TurnRecord {
+pub(super) fn blank_record(meta: &TurnMeta, tl: &Timeline) -> TurnRecord {
     TurnRecord {
         repeat: meta.repeat,
         warmup: meta.warmup,
@@ -150,7 +162,7 @@ fn blank_record(meta: &TurnMeta, tl: &Timeline) -> TurnRecord {
     }
 }
 
-fn fail(rec: &mut TurnRecord, err: &TurnError) {
+pub(super) fn fail(rec: &mut TurnRecord, err: &TurnError) {
     rec.outcome = TurnOutcome::Error;
     rec.error = Some(err.to_string());
 }

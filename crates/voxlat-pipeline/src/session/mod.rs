@@ -11,19 +11,23 @@
 //! ```
 //!
 //! With `speculative_reply`, the provisional end starts the whole turn, held: its audio waits
-//! for the endpoint's commit, and a retraction cancels it (a miss, counted in the next turn).
+//! for the endpoint's commit, and a retraction cancels it (a miss, counted in the next turn,
+//! with the compute of every discarded speculation: [`waste`]).
 //!
 //! Every turn gets its own timeline and request ID. Source times are on the process clock
 //! when the source is paced (replay in real time, the microphone); an unpaced replay runs on
 //! audio time, which is mapped onto the process clock at the moment the endpointer decides,
 //! so endpointing is then in audio time (the results say so).
 
+mod close;
 mod inputs;
 mod launch;
+mod waste;
 
 pub use inputs::{SessionOptions, SourceClock, SourceEvent, TurnMeta};
 
 use crate::error::SessionError;
+use crate::meter::{meter, Spent};
 use crate::output::Output;
 use crate::record::{BusySpan, TurnRecord};
 use crate::respond::{Pipeline, Progress, ProgressFn};
@@ -36,6 +40,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use voxlat_core::{clock, EventKind, Nanos, Timeline};
 use voxlat_llm::Message;
 use voxlat_vad::VadEvent;
+use waste::Waste;
 
 type TurnFuture<'p> = Pin<Box<dyn Future<Output = (TurnRecord, Vec<Message>)> + Send + 'p>>;
 type Labels<'p> = Box<dyn FnMut(u32) -> TurnMeta + Send + 'p>;
@@ -46,6 +51,8 @@ struct InFlight<'p> {
     /// A speculative reply not committed yet: the endpoint's facts go here, and its audio is
     /// released through `hold`. Dropping it (the user resumed) makes the reply a miss.
     uncommitted: Option<(oneshot::Sender<Commit>, watch::Sender<Option<Nanos>>)>,
+    /// A speculative reply's compute, reported by its stages until they are done with it.
+    spent: Option<Spent>,
 }
 
 /// What the endpoint tells a turn: everything about the user's utterance.
@@ -86,7 +93,7 @@ struct Endpointed {
 /// What the session has heard since the last endpoint.
 #[derive(Default)]
 struct Listening {
-    speculative: Option<oneshot::Receiver<AsrResult>>,
+    speculative: Option<(oneshot::Receiver<AsrResult>, Spent)>,
     truth: Option<Nanos>,
     retractions: u32,
     /// (speech start on the source clock, when the session heard of it).
@@ -105,8 +112,10 @@ pub struct Session<'p> {
     turn: Option<InFlight<'p>>,
     waiting: Option<Endpointed>,
     started: u32,
-    /// Speculative replies discarded since the last turn returned, and their compute (ms).
-    misses: (u32, f64),
+    /// A finished turn's record not handed out yet (it waits for `waste` to settle).
+    ready: Option<TurnRecord>,
+    /// Speculation discarded since the last record.
+    waste: Waste,
     source_open: bool,
     ended: bool,
     last_activity: Instant,
@@ -133,7 +142,8 @@ impl<'p> Session<'p> {
             turn: None,
             waiting: None,
             started: 0,
-            misses: (0, 0.0),
+            ready: None,
+            waste: Waste::default(),
             source_open: true,
             ended: false,
             last_activity: Instant::now(),
@@ -165,9 +175,22 @@ impl<'p> Session<'p> {
     }
 
     /// Runs until a turn ends and returns its record; `None` once the source has ended and
-    /// every turn is done. Dropping the session mid-turn drops that turn (its LLM request is
-    /// abandoned).
+    /// every turn is done. Cancel-safe: a turn that ended while the caller stopped waiting is
+    /// returned by the next call, or by [`Session::close`], which also reports what the
+    /// session still owes the results. Dropping the session mid-turn drops that turn (its LLM
+    /// request is abandoned).
     pub async fn next_turn(&mut self) -> Result<Option<TurnRecord>, SessionError> {
+        if self.ready.is_none() {
+            self.ready = self.run_to_record().await?;
+        }
+        self.waste.settle().await;
+        Ok(self.ready.take().map(|mut rec| {
+            self.waste.charge(&mut rec);
+            rec
+        }))
+    }
+
+    async fn run_to_record(&mut self) -> Result<Option<TurnRecord>, SessionError> {
         loop {
             if self.turn.is_none() {
                 if let Some(e) = self.waiting.take() {
@@ -188,18 +211,14 @@ impl<'p> Session<'p> {
                     });
                 }
                 r = async { self.turn.as_mut().map(|t| t.fut.as_mut()).expect("guarded").await }, if self.turn.is_some() => {
-                    let (mut rec, history) = r;
+                    let (rec, history) = r;
                     self.history = history;
-                    self.turn = None;
+                    let spent = self.turn.take().and_then(|t| t.spent);
                     self.last_activity = Instant::now();
-                    if let Some(spec) = rec.speculative_reply.as_ref().filter(|s| !s.committed) {
-                        self.misses.0 += 1;
-                        self.misses.1 += spec.compute_ms;
+                    if rec.speculative_reply.as_ref().is_some_and(|s| !s.committed) {
+                        self.waste.miss(spent);
                         continue;
                     }
-                    rec.speculation_misses = self.misses.0;
-                    rec.speculation_wasted_ms = self.misses.1;
-                    self.misses = (0, 0.0);
                     // Every stage is idle until the next endpoint: the moment to give back
                     // what this turn freed (voxlat_core::memory says why).
                     let took = voxlat_core::memory::release_free_memory();
@@ -210,6 +229,8 @@ impl<'p> Session<'p> {
                     None | Some(SourceEvent::Ended) => {
                         self.source_open = false;
                         self.ended = ev.is_some();
+                        // No endpoint can commit a held reply any more.
+                        self.drop_uncommitted(clock::now());
                     }
                     Some(SourceEvent::Failed(e)) => return Err(e.into()),
                     Some(SourceEvent::Truth(t)) => self.listening.truth = Some(t),
@@ -231,20 +252,23 @@ impl<'p> Session<'p> {
             }
             VadEvent::Provisional { audio, .. } => {
                 if self.pipeline.cfg.speculative_asr {
-                    let job = self.pipeline.transcribe(audio);
+                    let (m, spent) = meter();
+                    let job = self.pipeline.transcribe_metered(audio, m.clone());
                     if self.pipeline.cfg.speculative_reply
                         && self.turn.is_none()
                         && self.waiting.is_none()
                     {
-                        self.start_held(job);
+                        self.start_held(job, m, spent);
                     } else {
-                        self.listening.speculative = Some(job);
+                        let old = self.listening.speculative.replace((job, spent));
+                        self.waste.discard(old.map(|o| o.1));
                     }
                 }
             }
             VadEvent::Retracted { at, .. } => {
                 self.listening.retractions += 1;
-                self.listening.speculative = None;
+                let dropped = self.listening.speculative.take();
+                self.waste.discard(dropped.map(|d| d.1));
                 self.drop_uncommitted(at);
             }
             VadEvent::Endpoint {
@@ -271,7 +295,13 @@ impl<'p> Session<'p> {
                     // A forced end: its audio is not what the reply was started on.
                     self.drop_uncommitted(at);
                 }
-                let spec = heard.speculative.filter(|_| confirms_provisional);
+                let spec = match heard.speculative {
+                    Some((job, _)) if confirms_provisional => Some(job),
+                    dropped => {
+                        self.waste.discard(dropped.map(|d| d.1));
+                        None
+                    }
+                };
                 let speculative = spec.is_some() || (held && confirms_provisional);
                 let end = heard.truth.unwrap_or(speech_end);
                 let mut busy: Vec<BusySpan> = heard
