@@ -34,8 +34,9 @@ pub struct SpeculativeReply {
     /// that did (the breakdown counts them at the endpoint, as it does a speculative
     /// transcript).
     pub before_commit_ms: BTreeMap<EventKind, f64>,
-    /// Compute spent on it (Whisper, the LLM request while open, Piper), ms: the waste when
-    /// it was not committed.
+    /// Compute this record saw spent on it (Whisper, the LLM request while open, Piper for
+    /// the chunks that played), ms. The waste of one not committed is counted apart, in the
+    /// next record's `speculation_wasted_ms`, with the work still running when it was dropped.
     pub compute_ms: f64,
 }
 
@@ -138,6 +139,10 @@ pub struct TurnRecord {
     /// existed, or when nothing was spoken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quality: Option<ReplyQuality>,
+    /// The same checks on the reply before the tail filter withheld anything
+    /// ([`crate::quality::before_filter`]); none before they existed, or when nothing was spoken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality_before_filter: Option<ReplyQuality>,
     /// A trailing fragment or stray token the LLM wrote but TTS was not given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dropped_tail: Option<String>,
@@ -156,10 +161,13 @@ pub struct TurnRecord {
     /// This turn's reply was speculative (started before the endpoint).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speculative_reply: Option<SpeculativeReply>,
-    /// Speculative replies discarded since the previous turn (the user resumed), and the
-    /// compute they cost, ms.
+    /// Speculative replies discarded since the previous record (the user resumed).
     #[serde(default)]
     pub speculation_misses: u32,
+    /// Whisper, LLM and Piper busy time spent on speculation discarded since the previous
+    /// record, ms: those replies (work they left running included, such as a decode or a
+    /// chunk finishing after the drop) and speculative transcriptions a retraction dropped.
+    /// Misses after a session's last turn are on a record of its own (`close`).
     #[serde(default)]
     pub speculation_wasted_ms: f64,
 }
@@ -208,6 +216,7 @@ impl TurnRecord {
             reply_audio_s: 0.0,
             missing_keywords: Vec::new(),
             quality: None,
+            quality_before_filter: None,
             dropped_tail: None,
             chunks: Vec::new(),
             underruns: 0,
