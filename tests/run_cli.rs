@@ -541,3 +541,73 @@ fn speaking_over_the_reply_stops_playback_and_aborts_the_llm_request() {
     );
     assert!(reply_heard < to_mine(stopped));
 }
+
+/// One clip with a 900 ms pause inside it: the endpointer commits the first half at the
+/// pause, and the rest interrupts that turn's reply (a 1.5 s wait for the first token keeps
+/// it in flight). `--max-turns 1` counts turns that ran to their end, so the run goes on to
+/// answer the rest; and every turn it printed is in its results.
+#[test]
+fn every_turn_run_prints_is_in_its_results() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let llm = voxlat_testkit::Builder::fixed(voxlat_testkit::Script {
+        ttft: Duration::from_millis(1500),
+        itl: Duration::from_millis(10),
+        tokens: ["Okay, ", "noted."].map(String::from).to_vec(),
+        ..voxlat_testkit::Script::default()
+    })
+    .start_on_own_runtime(1);
+    let pulse = Pulse::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let first = voxlat_audio::wav::read(&scenario("real-tt-weasels.wav")).unwrap();
+    let rest = voxlat_audio::wav::read(&scenario("real-conf-getpin.wav")).unwrap();
+    assert_eq!(first.audio.rate, rest.audio.rate);
+    let rate = first.audio.rate;
+    let mut clip = first.audio.samples.clone();
+    clip.extend(std::iter::repeat_n(0.0, rate as usize * 9 / 10));
+    clip.extend_from_slice(&rest.audio.samples);
+    let wav = dir.path().join("pause-900ms.wav");
+    voxlat_audio::wav::write(&wav, &clip, rate).unwrap();
+    let (child, log) = start_voxlat(
+        &pulse,
+        &out,
+        &["--max-turns", "1", "--llm-url", &llm.base_url()],
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = pulse.play(&wav).wait();
+    let (ok, all) = wait(child, log);
+    assert!(ok, "voxlat run failed:\n{all}");
+
+    let r = results(&out);
+    let turns = r["turns"].as_array().unwrap();
+    let written: Vec<&str> = turns.iter().map(|t| t["turn"].as_str().unwrap()).collect();
+    let printed: Vec<String> = all
+        .lines()
+        .filter_map(|l| l.strip_prefix('[')?.split_once("] "))
+        .filter_map(|(n, _)| n.parse::<u32>().ok())
+        .map(|n| format!("turn-{n}"))
+        .collect();
+    assert!(!printed.is_empty(), "{all}");
+    for p in &printed {
+        assert!(
+            written.contains(&p.as_str()),
+            "{p} printed, not in {written:?}:\n{all}"
+        );
+    }
+    let outcomes: Vec<&str> = turns
+        .iter()
+        .map(|t| t["outcome"].as_str().unwrap())
+        .collect();
+    eprintln!("printed {printed:?}; written {written:?}, {outcomes:?}");
+    assert_eq!(
+        outcomes.last(),
+        Some(&"ok"),
+        "the run stops at its first answered turn: {outcomes:?}\n{all}"
+    );
+    assert!(
+        outcomes[..outcomes.len() - 1]
+            .iter()
+            .all(|o| *o == "interrupted"),
+        "{outcomes:?}"
+    );
+}

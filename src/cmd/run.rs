@@ -25,6 +25,7 @@ use voxlat_pipeline::live::{self, ListenerConfig, Speaker};
 use voxlat_pipeline::results::{ReplayResults, ResultsWriter};
 use voxlat_pipeline::{
     PipelineConfig, Progress, Session, SessionError, SessionOptions, SourceEvent, TurnMeta,
+    TurnOutcome, TurnRecord,
 };
 use voxlat_vad::EndpointerConfig;
 
@@ -90,7 +91,9 @@ pub struct RunArgs {
     /// default made cpal's capture thread spin at ~35% of a core).
     #[arg(long, value_name = "MS", default_value_t = 20)]
     pub period_ms: u32,
-    /// Stop after this many turns (headless use, tests).
+    /// Stop after this many turns that ran to their end (answered, failed or heard nothing;
+    /// headless use, tests). An interrupted turn is not counted, since the speech that cut
+    /// it short is the next turn, but it is written to the results like every turn shown.
     #[arg(long)]
     pub max_turns: Option<u32>,
     /// Serve Prometheus metrics of the turns (segment histograms, turns by outcome) at
@@ -307,6 +310,16 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let mut session = Session::new(&pipeline, &speaker, mic_rx, opts, TurnMeta::live)
         .with_progress(print_progress);
     let max_turns = args.max_turns;
+    let mut log_turn = |rec: TurnRecord| -> Result<()> {
+        println!("{}", turn_line(&rec));
+        telemetry.record_turn(
+            &rec.snapshot(),
+            telemetry_outcome(rec.outcome),
+            rec.error.as_deref(),
+        );
+        writer.push(rec)?;
+        Ok(())
+    };
     let outcome: Result<bool> = rt.block_on(async {
         let mut signal = std::pin::pin!(shutdown_signal());
         let mut n = 0u32;
@@ -321,19 +334,18 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
                 Err(e @ SessionError::Idle { .. }) => anyhow::bail!("{e} (--idle-timeout)"),
                 Err(e) => return Err(e.into()),
             };
-            n += 1;
-            println!("{}", turn_line(&rec));
-            telemetry.record_turn(
-                &rec.snapshot(),
-                telemetry_outcome(rec.outcome),
-                rec.error.as_deref(),
-            );
-            writer.push(rec)?;
+            n += u32::from(counts_toward_max_turns(&rec));
+            log_turn(rec)?;
             if max_turns.is_some_and(|m| n >= m) {
                 return Ok(false);
             }
         }
     });
+    // What the session still owes the results: a turn already shown, the speculation
+    // discarded since the last record.
+    for rec in rt.block_on(session.close()) {
+        log_turn(rec)?;
+    }
     drop(session);
     stop.store(true, Ordering::Release);
     let (dropped, xruns) = listener_thread.join().unwrap_or((0, 0));
@@ -378,6 +390,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `--max-turns` counts the turns that ran to their end.
+fn counts_toward_max_turns(rec: &TurnRecord) -> bool {
+    rec.outcome != TurnOutcome::Interrupted
+}
+
 /// The turn's number, its transcript and the reply as it streams, on one line.
 fn print_progress(p: Progress<'_>) {
     let mut out = std::io::stdout();
@@ -387,4 +404,21 @@ fn print_progress(p: Progress<'_>) {
         Progress::Reply(t) => write!(out, "{t}"),
     };
     let _ = out.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_interrupted_turn_does_not_count_toward_max_turns() {
+        let rec = |outcome| TurnRecord {
+            outcome,
+            ..TurnRecord::blank("live", "turn-1", "r", "")
+        };
+        assert!(!counts_toward_max_turns(&rec(TurnOutcome::Interrupted)));
+        for o in [TurnOutcome::Ok, TurnOutcome::Error, TurnOutcome::NoSpeech] {
+            assert!(counts_toward_max_turns(&rec(o)), "{o:?}");
+        }
+    }
 }
