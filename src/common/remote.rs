@@ -12,7 +12,8 @@ use voxlat_speech_api::{AsrClientOptions, AudioFormat, TtsClientOptions};
 pub struct RemoteStageArgs {
     /// A transcription server (OpenAI-compatible: POST {URL}/audio/transcriptions) instead of
     /// the embedded Whisper, e.g. http://127.0.0.1:8090/v1 for `voxlat serve-audio`
-    /// [env VOXLAT_ASR_URL, also read from .env].
+    /// [env VOXLAT_ASR_URL, also read from .env]. Its API key is VOXLAT_ASR_API_KEY; without
+    /// one, the LLM's key only when the server is on the LLM's origin (scheme, host, port).
     #[arg(long, value_name = "URL")]
     pub asr_url: Option<String>,
     /// The `model` field of transcription requests.
@@ -25,7 +26,8 @@ pub struct RemoteStageArgs {
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::common::parse_duration)]
     pub asr_timeout: Duration,
     /// A speech server (OpenAI-compatible: POST {URL}/audio/speech) instead of the embedded
-    /// Piper [env VOXLAT_TTS_URL, also read from .env].
+    /// Piper [env VOXLAT_TTS_URL, also read from .env]. Its API key is VOXLAT_TTS_API_KEY;
+    /// without one, the LLM's key only when the server is on the LLM's origin.
     #[arg(long, value_name = "URL")]
     pub tts_url: Option<String>,
     /// The `model` field of speech requests.

@@ -12,7 +12,10 @@ use voxlat_bench::{self as bench, BenchConfig, PromptSource};
 ///
 /// The endpoint comes from --base-url, else VOXLAT_BASE_URL, else OPENAI_BASE_URL, else a
 /// `.env` file in the current directory; the key likewise from --api-key, VOXLAT_API_KEY,
-/// OPENAI_API_KEY. So pointing it at another server is one variable:
+/// OPENAI_API_KEY. A key goes only over https:// or to this machine (plain http:// to
+/// another host needs --allow-insecure-key), a base URL from `.env` gets a key only from the
+/// same `.env` or --api-key, and the embedded server gets none. So pointing it at another
+/// server is one variable:
 ///
 ///   VOXLAT_BASE_URL=http://127.0.0.1:8080/v1 voxlat bench-llm --concurrency 1,4,8
 ///
