@@ -111,6 +111,19 @@ pub fn print_report(r: &ReplayResults) {
             Q::pct(q.core_pass, q.replies),
             q.tails_dropped
         );
+        // The spoken figures are graded after the tail filter withheld what would fail them;
+        // the model's own rate is the one before it.
+        if let Some(b) = &q.before_filter {
+            println!(
+                "Before the tail filter ({} replies as the LLM wrote them): clean end {}, no foreign-script token {}, length {}; echo+end+foreign together {} (after it: {}).",
+                b.replies,
+                Q::pct(b.clean_end, b.replies),
+                Q::pct(b.no_foreign, b.replies),
+                Q::pct(b.length_ok, b.replies),
+                Q::pct(b.core_pass, b.replies),
+                Q::pct(q.core_pass, q.replies)
+            );
+        }
     }
     for (stage, r) in [("ASR", &a.asr_remote), ("TTS", &a.tts_remote)] {
         if let Some(r) = r {

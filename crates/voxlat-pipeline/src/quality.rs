@@ -8,6 +8,12 @@
 //! | `no_foreign` | no word has a letter of a script the conversation (transcript and system prompt) does not use; English counts Latin-1 loanword letters (`é`) as its own, not Polish or Turkish ones (`ł`, `ş`) | a foreign word spelled in plain ASCII ("prochains", "sorular") or a misplaced English one ("bloodstream"); at the end of a reply those fail `clean_end` instead |
 //! | `length_ok` | [`Bounds`]: enough words to be an answer, few enough to be a voice reply, no runaway "word" (a 48-digit string) | whether the length suits the question |
 //! | `keywords_ok` | every keyword the scenario lists appears (case-insensitive); absent when it lists none | synonyms |
+//!
+//! The checks run twice per reply: on what was spoken, after the clean-end chunker's tail
+//! filter (`voxlat_tts::tail`) withheld a trailing fragment or stray token, and on the text
+//! before it ([`before_filter`]: the spoken text with the withheld tail put back). The filter
+//! withholds exactly what `clean_end` and `no_foreign` would fail, so the spoken figure says
+//! what the user heard and the unfiltered one how often the model itself wrote a clean reply.
 
 use serde::{Deserialize, Serialize};
 use voxlat_core::script;
@@ -98,6 +104,17 @@ pub fn check(
     }
 }
 
+/// The reply as the LLM wrote it, before the tail filter: the spoken text with the withheld
+/// tail (`dropped`) put back at its end. It goes through the same chunker otherwise (markup
+/// stripped, chunks joined by spaces), so the two texts differ by the filter alone.
+pub fn before_filter(spoken: &str, dropped: Option<&str>) -> String {
+    match dropped.map(str::trim).filter(|d| !d.is_empty()) {
+        Some(d) if spoken.trim().is_empty() => d.to_string(),
+        Some(d) => format!("{} {d}", spoken.trim_end()),
+        None => spoken.to_string(),
+    }
+}
+
 /// The reply only repeats the transcript: no word of its own, or it opens with the whole
 /// transcript (the base model's "Set a timer for 10 minutes. …"). Number words and digits
 /// compare equal.
@@ -147,26 +164,40 @@ pub struct QualityCounts {
     pub core_pass: usize,
     /// Replies whose trailing fragment or stray token was withheld from TTS.
     pub tails_dropped: usize,
+    /// The same checks on the replies as the LLM wrote them, before the tail filter
+    /// ([`before_filter`]), over the replies whose records carry that verdict (none in results
+    /// from before it was recorded). Its `tails_dropped` is 0: nothing is withheld there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_filter: Option<Box<QualityCounts>>,
 }
 
 impl QualityCounts {
     pub fn from_turns<'a>(turns: impl IntoIterator<Item = &'a crate::TurnRecord>) -> Self {
         let mut c = QualityCounts::default();
+        let mut before = QualityCounts::default();
         for t in turns {
             let Some(q) = &t.quality else { continue };
-            c.replies += 1;
-            c.not_echo += usize::from(q.not_echo);
-            c.clean_end += usize::from(q.clean_end);
-            c.no_foreign += usize::from(q.no_foreign());
-            c.length_ok += usize::from(q.length_ok);
-            c.core_pass += usize::from(q.core_pass());
-            if let Some(ok) = q.keywords_ok {
-                c.keywords_checked += 1;
-                c.keywords_ok += usize::from(ok);
-            }
+            c.add(q);
             c.tails_dropped += usize::from(t.dropped_tail.is_some());
+            if let Some(b) = &t.quality_before_filter {
+                before.add(b);
+            }
         }
+        c.before_filter = (before.replies > 0).then(|| Box::new(before));
         c
+    }
+
+    fn add(&mut self, q: &ReplyQuality) {
+        self.replies += 1;
+        self.not_echo += usize::from(q.not_echo);
+        self.clean_end += usize::from(q.clean_end);
+        self.no_foreign += usize::from(q.no_foreign());
+        self.length_ok += usize::from(q.length_ok);
+        self.core_pass += usize::from(q.core_pass());
+        if let Some(ok) = q.keywords_ok {
+            self.keywords_checked += 1;
+            self.keywords_ok += usize::from(ok);
+        }
     }
 
     /// `part` of the replies as a percentage ("-" with no replies).
@@ -273,6 +304,45 @@ mod tests {
             "Set a timer for ten minutes.",
         );
         assert!(ok.failures().is_empty() && ok.core_pass());
+    }
+
+    /// A reply whose stray tail fails the checks until the filter withholds it: failed before
+    /// the filter, clean after it, and the two figures say so apart.
+    #[test]
+    fn a_reply_cleaned_by_the_tail_filter_counts_as_failed_before_and_clean_after() {
+        use crate::record::{Aggregate, TurnOutcome, TurnRecord};
+        let transcript = "What's the weather like in Paris today?";
+        let spoken = "It is sunny in Paris.";
+        let dropped = Some("prochains łę");
+        let raw = before_filter(spoken, dropped);
+        assert_eq!(raw, "It is sunny in Paris. prochains łę");
+        let mut t = TurnRecord::blank("s", "a", "r1", transcript);
+        t.outcome = TurnOutcome::Ok;
+        t.quality = Some(q(spoken, transcript));
+        t.quality_before_filter = Some(q(&raw, transcript));
+        t.dropped_tail = dropped.map(str::to_string);
+        let mut plain = TurnRecord::blank("s", "b", "r2", transcript);
+        plain.outcome = TurnOutcome::Ok;
+        plain.quality = Some(q(spoken, transcript));
+        plain.quality_before_filter = Some(q(&before_filter(spoken, None), transcript));
+        let c = Aggregate::from_turns(&[t, plain]).quality;
+        assert_eq!((c.replies, c.core_pass, c.clean_end), (2, 2, 2));
+        let b = c.before_filter.expect("the unfiltered verdicts");
+        assert_eq!(
+            (b.replies, b.core_pass, b.clean_end, b.no_foreign),
+            (2, 1, 1, 1)
+        );
+        assert_eq!(b.tails_dropped, 0);
+        assert_eq!(c.tails_dropped, 1);
+    }
+
+    #[test]
+    fn the_text_before_the_filter_is_the_spoken_text_and_the_withheld_tail() {
+        assert_eq!(before_filter("Hello.", None), "Hello.");
+        assert_eq!(before_filter("Hello.", Some("  ")), "Hello.");
+        assert_eq!(before_filter("", Some("łę")), "łę");
+        assert_eq!(before_filter("Hello 되었다", None), "Hello 되었다");
+        assert_eq!(before_filter("Hello", Some("되었다")), "Hello 되었다");
     }
 
     #[test]
