@@ -440,8 +440,9 @@ fn speaking_over_the_reply_stops_playback_and_aborts_the_llm_request() {
         &pulse,
         &out,
         &[
+            // The interrupted turn is not counted: this stops after the one it starts.
             "--max-turns",
-            "2",
+            "1",
             "--llm-url",
             &llm.base_url(),
             "--first-chunk-max",
