@@ -97,7 +97,19 @@ async fn a_two_mib_single_event_arrives_whole() {
     })
     .start()
     .await;
-    let (tl, out, err) = stream(&server.base_url(), ClientOptions::default()).await;
+    // Enough tokens asked for that 2 MiB of text is within the runaway cap: the event's size
+    // is what is under test here, not the cap.
+    let client = LlmClient::new(
+        Endpoint::new(&server.base_url(), None),
+        ClientOptions::default(),
+    )
+    .unwrap();
+    let tl = Timeline::new(RequestId::new());
+    let req = voxlat_llm::ChatRequest {
+        max_tokens: Some((big.len() / voxlat_llm::client::STREAM_TEXT_BYTES_PER_TOKEN) as u32 * 2),
+        ..request()
+    };
+    let (out, err) = client.stream_chat(&req, &tl, |_| {}).await;
     assert!(err.is_none(), "{err:?}");
     assert_eq!(out.text.len(), big.len() + "Start  end.".len());
     assert_eq!(out.deltas.len(), 3);
