@@ -313,15 +313,6 @@ impl Pipeline {
             expect_keywords,
             &crate::quality::Bounds::default(),
         ));
-        // Graded again as the LLM wrote it: the filter withholds what would fail, so the
-        // spoken verdict alone would flatter the model.
-        rec.quality_before_filter = Some(crate::quality::check(
-            &crate::quality::before_filter(&spoken, rec.dropped_tail.as_deref()),
-            &transcript.text,
-            system_prompt,
-            expect_keywords,
-            &crate::quality::Bounds::default(),
-        ));
         // What the user heard, without a withheld stray token: the model should not see its
         // own noise as part of the conversation.
         crate::history::remember(history, transcript.text, spoken, self.cfg.history_cap);
