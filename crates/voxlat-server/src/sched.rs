@@ -279,8 +279,10 @@ fn worker(
                         generated_tokens: t.predicted_n,
                     });
                 }
-                sink.done(reason);
+                // Counted before the client is told: a client that reads /health right after
+                // its answer must find its request there.
                 stats.completed.fetch_add(1, Ordering::Relaxed);
+                sink.done(reason);
             }
             Ok(Ok(Outcome::Cancelled)) => {
                 stats.cancelled.fetch_add(1, Ordering::Relaxed);
