@@ -6,6 +6,7 @@
 pub mod arrival;
 pub mod clock;
 pub mod cpu;
+pub mod cutoff;
 pub mod event;
 pub mod fsio;
 pub mod memory;

@@ -10,6 +10,7 @@
 //! wav = "audio/synthetic-weather.wav"   # relative to this file
 //! transcript = "What's the weather like in Paris today?"
 //! speech_end_ms = 2310      # where speech ends in the WAV (`voxlat scenario annotate`)
+//! pauses_ms = [[640, 910]]  # optional: each pause of 100 ms or more inside the turn
 //! source = "synthetic"      # or "real"
 //! expect_keywords = ["Paris"]           # optional check of the reply
 //! ```
@@ -43,6 +44,11 @@ pub struct TurnSpec {
     pub transcript: String,
     /// Where speech ends in the WAV, in milliseconds from its start.
     pub speech_end_ms: Option<f64>,
+    /// The truth of the pauses inside the turn, `[start, end]` ms from the WAV's start, in
+    /// order, each at least 100 ms ([`voxlat_core::cutoff`]): a commit inside one cut the
+    /// speaker off. Needs `speech_end_ms`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pauses_ms: Vec<[f64; 2]>,
     #[serde(default)]
     pub source: Option<String>,
     #[serde(default)]
@@ -153,6 +159,18 @@ impl Scenario {
                         detail: format!("speech_end_ms = {ms} is not a positive number"),
                     });
                 }
+            }
+            if !t.pauses_ms.is_empty() {
+                let turn_err = |detail: String| ScenarioError::Turn {
+                    path: path.into(),
+                    turn: t.id.clone(),
+                    detail,
+                };
+                let end = t.speech_end_ms.ok_or_else(|| {
+                    turn_err("pauses_ms needs speech_end_ms, the true end of the turn".into())
+                })?;
+                voxlat_core::cutoff::pauses(&t.pauses_ms, end)
+                    .map_err(|e| turn_err(format!("pauses_ms: {e}")))?;
             }
         }
         Ok(s)
@@ -575,6 +593,51 @@ mod tests {
         }
         let p = write(d.path(), "ok.toml", &scenario("v1.2_a-b", "Turn_3.x-y"));
         assert!(Scenario::load(&p).is_ok());
+    }
+
+    #[test]
+    fn pause_truth_is_read_and_checked_at_load() {
+        let d = tempfile::tempdir().unwrap();
+        let scenario = |extra: &str| {
+            format!("name = \"x\"\n[[turn]]\nid = \"a\"\nwav = \"a.wav\"\ntranscript = \"t\"\n{extra}\n")
+        };
+        let p = write(
+            d.path(),
+            "ok.toml",
+            &scenario("speech_end_ms = 3000\npauses_ms = [[800, 1200], [2000, 2450]]"),
+        );
+        let s = Scenario::load(&p).unwrap();
+        assert_eq!(
+            s.turns[0].pauses_ms,
+            vec![[800.0, 1200.0], [2000.0, 2450.0]]
+        );
+        for (extra, says) in [
+            ("pauses_ms = [[800, 1200]]", "needs speech_end_ms"),
+            (
+                "speech_end_ms = 3000\npauses_ms = [[800, 850]]",
+                "shorter than 100",
+            ),
+            (
+                "speech_end_ms = 3000\npauses_ms = [[2800, 3100]]",
+                "inside the turn",
+            ),
+            (
+                "speech_end_ms = 3000\npauses_ms = [[800, 1200], [1000, 1500]]",
+                "in order",
+            ),
+        ] {
+            let p = write(d.path(), "bad.toml", &scenario(extra));
+            let msg = Scenario::load(&p).unwrap_err().to_string();
+            assert!(
+                msg.contains("bad.toml") && msg.contains("`a`") && msg.contains(says),
+                "{extra}: {msg}"
+            );
+        }
+        // A turn without pause truth writes none back.
+        let plain = Scenario::load(&write(d.path(), "p.toml", &scenario(""))).unwrap();
+        assert!(!toml::to_string(&plain.turns[0])
+            .unwrap()
+            .contains("pauses_ms"));
     }
 
     #[test]

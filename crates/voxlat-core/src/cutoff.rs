@@ -1,0 +1,285 @@
+//! Turn-taking measured as LiveKit's eot-bench measures it: each turn's commit against the
+//! truth of where the speaker paused and where they stopped.
+//!
+//! - A **cut-off** is a commit before the true end of the turn: inside one of its labelled
+//!   within-turn pauses, or (which a silence-driven endpointer cannot do, but a scripted one
+//!   can) while the speaker was still talking.
+//! - **Latency** is the silence after the true end until the commit, over the turns not cut
+//!   off. It is a decision time in audio time, not the pipeline's reply time.
+//! - A policy is swept over its main knob; each setting gives one [`Point`] (cut-off rate,
+//!   latency). From the curve, eot-bench reports the cut-off rate within a latency budget
+//!   ([`cutoff_at_budget`]) and the latency at a cut-off rate ([`latency_at_rate`]).
+//!
+//! Times are milliseconds from the start of the turn's audio.
+
+use serde::{Deserialize, Serialize};
+
+/// eot-bench counts a pause inside a turn from this length on.
+pub const MIN_PAUSE_MS: f64 = 100.0;
+
+/// A labelled pause inside a turn, `[start, end)` ms from the start of its audio.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Pause {
+    pub start_ms: f64,
+    pub end_ms: f64,
+}
+
+/// Why a turn's pause truth cannot be used.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PauseError {
+    #[error("pause {index} [{start}, {end}] is not a pair of finite times with start < end")]
+    Empty { index: usize, start: f64, end: f64 },
+    #[error("pause {index} [{start}, {end}] is shorter than {MIN_PAUSE_MS} ms, the least that counts as a pause inside a turn")]
+    TooShort { index: usize, start: f64, end: f64 },
+    #[error("pause {index} starts at {start} ms, before the previous one ends ({previous_end} ms): list pauses in order, without overlap")]
+    OutOfOrder {
+        index: usize,
+        start: f64,
+        previous_end: f64,
+    },
+    #[error("pause {index} ends at {end} ms, not before the turn's speech end ({speech_end} ms): a pause is inside the turn")]
+    AfterEnd {
+        index: usize,
+        end: f64,
+        speech_end: f64,
+    },
+}
+
+/// Checks a turn's pauses (`[start, end]` pairs, ms) against its speech end.
+pub fn pauses(pairs: &[[f64; 2]], speech_end_ms: f64) -> Result<Vec<Pause>, PauseError> {
+    let mut out: Vec<Pause> = Vec::with_capacity(pairs.len());
+    for (index, &[start, end]) in pairs.iter().enumerate() {
+        if !(start.is_finite() && end.is_finite() && start >= 0.0 && start < end) {
+            return Err(PauseError::Empty { index, start, end });
+        }
+        if end - start < MIN_PAUSE_MS {
+            return Err(PauseError::TooShort { index, start, end });
+        }
+        if let Some(previous) = out.last() {
+            if start < previous.end_ms {
+                return Err(PauseError::OutOfOrder {
+                    index,
+                    start,
+                    previous_end: previous.end_ms,
+                });
+            }
+        }
+        if end >= speech_end_ms {
+            return Err(PauseError::AfterEnd {
+                index,
+                end,
+                speech_end: speech_end_ms,
+            });
+        }
+        out.push(Pause {
+            start_ms: start,
+            end_ms: end,
+        });
+    }
+    Ok(out)
+}
+
+/// What one commit did to its turn.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Verdict {
+    /// Committed inside labelled pause `pause` (its index): the speaker was cut off.
+    InPause { pause: usize },
+    /// Committed before the true end, outside any labelled pause.
+    BeforeEnd,
+    /// Committed after the true end, `latency_ms` of silence later.
+    AfterEnd { latency_ms: f64 },
+}
+
+impl Verdict {
+    pub fn cut_off(&self) -> bool {
+        !matches!(self, Verdict::AfterEnd { .. })
+    }
+}
+
+/// The verdict on a commit at `commit_ms` for a turn that ends at `speech_end_ms`.
+pub fn judge(commit_ms: f64, speech_end_ms: f64, pauses: &[Pause]) -> Verdict {
+    if let Some(pause) = pauses
+        .iter()
+        .position(|p| p.start_ms <= commit_ms && commit_ms < p.end_ms)
+    {
+        return Verdict::InPause { pause };
+    }
+    if commit_ms < speech_end_ms {
+        return Verdict::BeforeEnd;
+    }
+    Verdict::AfterEnd {
+        latency_ms: commit_ms - speech_end_ms,
+    }
+}
+
+/// One setting of a policy's knob, over every turn.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    pub setting: f64,
+    /// Turns cut off / turns, a fraction.
+    pub cutoff: f64,
+    /// Over the turns not cut off; `None` when every turn was.
+    pub latency_mean_ms: Option<f64>,
+    pub latency_p50_ms: Option<f64>,
+}
+
+impl Point {
+    /// The point of `setting` from its turns' verdicts; `None` without turns.
+    pub fn of(setting: f64, verdicts: &[Verdict]) -> Option<Point> {
+        if verdicts.is_empty() {
+            return None;
+        }
+        let cut = verdicts.iter().filter(|v| v.cut_off()).count();
+        let mut latencies: Vec<f64> = verdicts
+            .iter()
+            .filter_map(|v| match v {
+                Verdict::AfterEnd { latency_ms } => Some(*latency_ms),
+                _ => None,
+            })
+            .collect();
+        latencies.sort_by(f64::total_cmp);
+        let mean =
+            (!latencies.is_empty()).then(|| latencies.iter().sum::<f64>() / latencies.len() as f64);
+        let p50 =
+            (!latencies.is_empty()).then(|| crate::stats::percentile_sorted(&latencies, 50.0));
+        Some(Point {
+            setting,
+            cutoff: cut as f64 / verdicts.len() as f64,
+            latency_mean_ms: mean,
+            latency_p50_ms: p50,
+        })
+    }
+}
+
+/// The lowest cut-off rate among the settings whose mean latency is within `budget_ms`;
+/// `None` when no setting is that fast.
+pub fn cutoff_at_budget(points: &[Point], budget_ms: f64) -> Option<f64> {
+    points
+        .iter()
+        .filter(|p| p.latency_mean_ms.is_some_and(|l| l <= budget_ms))
+        .map(|p| p.cutoff)
+        .min_by(f64::total_cmp)
+}
+
+/// The mean latency of the fastest setting whose cut-off rate is at or under `rate` (a
+/// fraction); `None` when no setting cuts off that rarely ("not reached").
+pub fn latency_at_rate(points: &[Point], rate: f64) -> Option<f64> {
+    // A float rate such as 1/20 must count as "at" 5 %.
+    const EPSILON: f64 = 1e-9;
+    points
+        .iter()
+        .filter(|p| p.cutoff <= rate + EPSILON)
+        .filter_map(|p| p.latency_mean_ms)
+        .min_by(f64::total_cmp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(start_ms: f64, end_ms: f64) -> Pause {
+        Pause { start_ms, end_ms }
+    }
+
+    #[test]
+    fn a_commit_inside_a_pause_is_a_cut_off_and_one_after_the_end_is_not() {
+        // "Call me back, at ... five five five": pauses at 800–1200 and 2000–2450, end 3000.
+        let pauses = [p(800.0, 1200.0), p(2000.0, 2450.0)];
+        assert_eq!(judge(900.0, 3000.0, &pauses), Verdict::InPause { pause: 0 });
+        assert_eq!(
+            judge(2000.0, 3000.0, &pauses),
+            Verdict::InPause { pause: 1 }
+        );
+        assert!(judge(2449.0, 3000.0, &pauses).cut_off());
+        // Speech again at 2450: a commit then is before the end, outside a pause.
+        assert_eq!(judge(2450.0, 3000.0, &pauses), Verdict::BeforeEnd);
+        assert!(judge(2450.0, 3000.0, &pauses).cut_off());
+        assert_eq!(
+            judge(3250.0, 3000.0, &pauses),
+            Verdict::AfterEnd { latency_ms: 250.0 }
+        );
+        assert!(!judge(3000.0, 3000.0, &pauses).cut_off());
+        assert!(!judge(3250.0, 3000.0, &[]).cut_off());
+    }
+
+    #[test]
+    fn pause_truth_is_checked() {
+        assert_eq!(
+            pauses(&[[800.0, 1200.0], [2000.0, 2450.0]], 3000.0).unwrap(),
+            vec![p(800.0, 1200.0), p(2000.0, 2450.0)]
+        );
+        assert!(matches!(
+            pauses(&[[800.0, 850.0]], 3000.0),
+            Err(PauseError::TooShort { index: 0, .. })
+        ));
+        assert!(matches!(
+            pauses(&[[1200.0, 800.0]], 3000.0),
+            Err(PauseError::Empty { .. })
+        ));
+        assert!(matches!(
+            pauses(&[[f64::NAN, 800.0]], 3000.0),
+            Err(PauseError::Empty { .. })
+        ));
+        assert!(matches!(
+            pauses(&[[800.0, 1200.0], [1100.0, 1500.0]], 3000.0),
+            Err(PauseError::OutOfOrder { index: 1, .. })
+        ));
+        assert!(matches!(
+            pauses(&[[2800.0, 3100.0]], 3000.0),
+            Err(PauseError::AfterEnd { .. })
+        ));
+        let message = pauses(&[[2800.0, 3100.0]], 3000.0).unwrap_err().to_string();
+        assert!(message.contains("3000"), "{message}");
+    }
+
+    #[test]
+    fn a_point_counts_cut_offs_over_all_turns_and_latency_over_the_rest() {
+        let v = [
+            Verdict::InPause { pause: 0 },
+            Verdict::AfterEnd { latency_ms: 200.0 },
+            Verdict::AfterEnd { latency_ms: 400.0 },
+            Verdict::AfterEnd { latency_ms: 900.0 },
+        ];
+        let point = Point::of(0.5, &v).unwrap();
+        assert_eq!(point.cutoff, 0.25);
+        assert_eq!(point.latency_mean_ms, Some(500.0));
+        assert_eq!(point.latency_p50_ms, Some(400.0));
+        let all_cut = Point::of(0.1, &[Verdict::BeforeEnd]).unwrap();
+        assert_eq!((all_cut.cutoff, all_cut.latency_mean_ms), (1.0, None));
+        assert_eq!(Point::of(0.1, &[]), None);
+    }
+
+    /// A curve worked by hand: a hangover swept from 200 to 1000 ms over 20 turns.
+    fn curve() -> Vec<Point> {
+        let point = |setting: f64, cut: usize, mean: f64| Point {
+            setting,
+            cutoff: cut as f64 / 20.0,
+            latency_mean_ms: Some(mean),
+            latency_p50_ms: Some(mean),
+        };
+        vec![
+            point(200.0, 9, 210.0),   // 45 %
+            point(300.0, 5, 305.0),   // 25 %
+            point(400.0, 3, 410.0),   // 15 %
+            point(500.0, 2, 520.0),   // 10 %
+            point(600.0, 2, 615.0),   // 10 %, slower: never the answer
+            point(800.0, 1, 810.0),   // 5 %
+            point(1000.0, 0, 1020.0), // 0 %
+        ]
+    }
+
+    #[test]
+    fn the_5_and_10_percent_points_of_a_hand_computed_curve() {
+        let c = curve();
+        // The fastest setting at or under 5 % is 800 ms (1 of 20 exactly 5 %), at 10 % 500 ms.
+        assert_eq!(latency_at_rate(&c, 0.05), Some(810.0));
+        assert_eq!(latency_at_rate(&c, 0.10), Some(520.0));
+        // No setting cuts off fewer than none.
+        assert_eq!(latency_at_rate(&c[..5], 0.05), None);
+        // Within 300 ms only the 200 ms setting (45 %); within 600 ms the best is 10 %.
+        assert_eq!(cutoff_at_budget(&c, 300.0), Some(0.45));
+        assert_eq!(cutoff_at_budget(&c, 600.0), Some(0.10));
+        assert_eq!(cutoff_at_budget(&c, 100.0), None);
+    }
+}
