@@ -154,21 +154,7 @@ mod tests {
 
     #[test]
     fn compare_warns_when_hit_rates_differ() {
-        let results = |reqs: Vec<RequestRecord>| {
-            let mut r: BenchResults = serde_json::from_value(serde_json::json!({
-                "header": voxlat_core::report::ResultsHeader::new("bench-llm", "0"),
-                "config": {},
-                "endpoint": null,
-                "prompt": "",
-                "definitions": crate::results::Definitions::default(),
-                "client": {"cpu_s": 0.0, "requests": 0, "cpu_ms_per_request": null},
-                "cells": [],
-                "requests": []
-            }))
-            .unwrap();
-            r.requests = reqs;
-            r
-        };
+        let results = BenchResults::for_test;
         let a = results(vec![rec(None, Some((517.0, 3.0))); 3]);
         let b = results(vec![rec(None, Some((5.0, 515.0))); 3]);
         let w = hit_rate_warning(&a, &b).expect("a warning");

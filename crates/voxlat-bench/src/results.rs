@@ -29,6 +29,26 @@ pub struct BenchResults {
     pub requests: Vec<RequestRecord>,
 }
 
+#[cfg(test)]
+impl BenchResults {
+    /// A results file holding only `requests`, for tests of what reads them.
+    pub(crate) fn for_test(requests: Vec<crate::record::RequestRecord>) -> BenchResults {
+        let mut r: BenchResults = serde_json::from_value(serde_json::json!({
+            "header": voxlat_core::report::ResultsHeader::new("bench-llm", "0"),
+            "config": {},
+            "endpoint": null,
+            "prompt": "",
+            "definitions": Definitions::default(),
+            "client": {"cpu_s": 0.0, "requests": 0, "cpu_ms_per_request": null},
+            "cells": [],
+            "requests": []
+        }))
+        .expect("a minimal results file");
+        r.requests = requests;
+        r
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Definitions {
     pub ttft: String,

@@ -82,19 +82,7 @@ mod tests {
                 RequestRecord::for_test("r", o)
             })
             .collect();
-        let mut r: BenchResults = serde_json::from_value(serde_json::json!({
-            "header": voxlat_core::report::ResultsHeader::new("bench-llm", "0"),
-            "config": {},
-            "endpoint": null,
-            "prompt": "",
-            "definitions": crate::results::Definitions::default(),
-            "client": {"cpu_s": 0.0, "requests": 0, "cpu_ms_per_request": null},
-            "cells": [],
-            "requests": []
-        }))
-        .unwrap();
-        r.requests = requests;
-        r
+        BenchResults::for_test(requests)
     }
 
     const KERNEL: (Option<TransportKind>, Option<StampKind>) =
