@@ -211,6 +211,46 @@ fn the_turn_policy_sweep_has_a_baseline_row_and_shows_the_pause_cut_offs() {
     assert!(doc["turn_score_ms"]["n"].as_u64().unwrap() > 0, "{out}");
 }
 
+/// eot-bench's figures from the sweep, on the pause scenarios' labelled pauses: a 300 ms
+/// hangover commits inside the 465 and 565 ms pauses of both turns (cut off, in pause), an
+/// 800 ms one waits them out.
+#[test]
+fn the_sweep_labels_commits_inside_the_labelled_pauses_as_cut_offs() {
+    let dir = tempfile::tempdir().unwrap();
+    let pauses = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/pauses.toml");
+    let o = common::voxlat()
+        .args(["replay", "--sweep-hangover", "300,800", "--output-dir"])
+        .arg(dir.path())
+        .arg(&pauses)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let file = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().contains("sweep-"))
+        .expect("the sweep's JSON");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let rows = doc["rows"].as_array().unwrap();
+    assert_eq!(rows[0]["eot"]["cutoff"], 1.0, "{out}");
+    assert!(rows[0]["eot"]["latency_mean_ms"].is_null(), "{out}");
+    assert_eq!(rows[1]["eot"]["cutoff"], 0.0, "{out}");
+    let latency = rows[1]["eot"]["latency_mean_ms"].as_f64().unwrap();
+    assert!((800.0..900.0).contains(&latency), "{latency}: {out}");
+    let curve = &doc["curves"][0];
+    assert_eq!(curve["name"], "webrtc", "{out}");
+    assert_eq!(curve["latency_at_5pct_ms"].as_f64(), Some(latency), "{out}");
+    assert!(curve["cutoff_at_300ms"].is_null(), "{out}");
+    assert!(out.contains("eot-bench figures, webrtc"), "{out}");
+}
+
 #[test]
 fn inconsistent_turn_thresholds_name_the_flags() {
     let o = common::voxlat()

@@ -35,6 +35,19 @@ pub fn print_sweep(report: &SweepReport) {
             voxlat_core::cpu::CpuInfo::detect().int8_family
         );
     }
+    for c in &report.curves {
+        let rate = |v: Option<f64>| v.map_or_else(|| "-".into(), |r| format!("{:.1}%", r * 100.0));
+        let ms = |v: Option<f64>| v.map_or_else(|| "not reached".into(), |l| format!("{l:.0} ms"));
+        println!(
+            "eot-bench figures, {} ({} settings): cut-off {} within 300 ms, {} within 600 ms; latency {} at 5 % cut-offs, {} at 10 %.",
+            c.name,
+            c.points.len(),
+            rate(c.cutoff_at_300ms),
+            rate(c.cutoff_at_600ms),
+            ms(c.latency_at_5pct_ms),
+            ms(c.latency_at_10pct_ms)
+        );
+    }
     if let Some(s) = &report.score_ms {
         println!(
             "Each turn-model score also took P50 {} ms, P95 {} ms ({} scores, 1 thread); a decision after a score comes that much later.",

@@ -174,6 +174,33 @@ pub fn latency_at_rate(points: &[Point], rate: f64) -> Option<f64> {
         .min_by(f64::total_cmp)
 }
 
+/// A policy's curve over its knob and the figures eot-bench publishes from it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Curve {
+    pub name: String,
+    /// [`cutoff_at_budget`] at 300 and 600 ms; `None`: no setting that fast.
+    pub cutoff_at_300ms: Option<f64>,
+    pub cutoff_at_600ms: Option<f64>,
+    /// [`latency_at_rate`] at 5 % and 10 %; `None`: not reached.
+    pub latency_at_5pct_ms: Option<f64>,
+    pub latency_at_10pct_ms: Option<f64>,
+    pub points: Vec<Point>,
+}
+
+impl Curve {
+    pub fn new(name: impl Into<String>, mut points: Vec<Point>) -> Curve {
+        points.sort_by(|a, b| a.setting.total_cmp(&b.setting));
+        Curve {
+            name: name.into(),
+            cutoff_at_300ms: cutoff_at_budget(&points, 300.0),
+            cutoff_at_600ms: cutoff_at_budget(&points, 600.0),
+            latency_at_5pct_ms: latency_at_rate(&points, 0.05),
+            latency_at_10pct_ms: latency_at_rate(&points, 0.10),
+            points,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,5 +308,17 @@ mod tests {
         assert_eq!(cutoff_at_budget(&c, 300.0), Some(0.45));
         assert_eq!(cutoff_at_budget(&c, 600.0), Some(0.10));
         assert_eq!(cutoff_at_budget(&c, 100.0), None);
+        let mut shuffled = c.clone();
+        shuffled.reverse();
+        let curve = Curve::new("webrtc", shuffled);
+        assert_eq!(curve.points, c);
+        assert_eq!(
+            (curve.latency_at_5pct_ms, curve.latency_at_10pct_ms),
+            (Some(810.0), Some(520.0))
+        );
+        assert_eq!(
+            (curve.cutoff_at_300ms, curve.cutoff_at_600ms),
+            (Some(0.45), Some(0.10))
+        );
     }
 }

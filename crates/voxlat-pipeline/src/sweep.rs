@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use voxlat_core::cutoff::{self, Curve, Point, Verdict};
 use voxlat_core::stats::Summary;
 use voxlat_core::Nanos;
 use voxlat_vad::turn::TurnPolicy;
@@ -52,11 +53,20 @@ pub struct SweepRow {
     /// Decision time − true speech end, over utterances not cut off, ms (audio time; the
     /// turn model's own run time comes on top, see [`SweepReport::score_ms`]).
     pub delay_ms: Option<Summary>,
+    /// eot-bench's view of the first commit, over the turns with an annotated speech end:
+    /// inside a labelled pause (`pauses_ms`) or before the end is a cut-off. `None` when no
+    /// turn is annotated.
+    #[serde(default)]
+    pub eot: Option<Point>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SweepReport {
     pub rows: Vec<SweepRow>,
+    /// The rows' eot points as curves: the plain rule over its hangover, the turn model over
+    /// its high threshold (each only with two settings or more).
+    #[serde(default)]
+    pub curves: Vec<Curve>,
     /// How long one turn-model score took (distinct scores only), ms.
     pub score_ms: Option<Summary>,
 }
@@ -161,6 +171,7 @@ pub fn sweep(
         let longest = policy.turn.as_ref().map_or(h, |t| t.max_ms.max(h));
         let (mut split, mut truncated) = (0, 0);
         let mut delays = Vec::new();
+        let mut verdicts = Vec::new();
         for (i, t) in turns.iter().enumerate() {
             let lead = rate as usize / 2;
             let mut x = vec![0.0f32; lead];
@@ -192,6 +203,9 @@ pub fn sweep(
             let Some(&(first_end, first_at)) = ends.first() else {
                 continue;
             };
+            if t.speech_end_annotated {
+                verdicts.push(eot_verdict(t, first_at.0.saturating_sub(ns(lead).0)));
+            }
             let is_split = ends.len() > 1;
             let is_truncated = (truth.signed_since(first_end) as f64 / 1e6) > TRUNCATION_MS;
             split += usize::from(is_split);
@@ -212,11 +226,43 @@ pub fn sweep(
                 (split + truncated) as f64 / n as f64
             },
             delay_ms: Summary::from_samples(&delays, 0),
+            eot: Point::of(
+                policy
+                    .turn
+                    .as_ref()
+                    .map_or(f64::from(h), |t| f64::from(t.high)),
+                &verdicts,
+            ),
         });
     }
+    let curve = |name: &str, turn_model: bool| {
+        let points: Vec<Point> = rows
+            .iter()
+            .filter(|r| r.policy.turn.is_some() == turn_model)
+            .filter_map(|r| r.eot.clone())
+            .collect();
+        (points.len() > 1).then(|| Curve::new(name, points))
+    };
+    let curves = [curve("webrtc", false), curve("smart-turn", true)]
+        .into_iter()
+        .flatten()
+        .collect();
     let score_ms = memo.and_then(|m| {
         let m = m.lock().unwrap_or_else(|p| p.into_inner());
         Summary::from_samples(&m.took_ms, 0)
     });
-    Ok(SweepReport { rows, score_ms })
+    Ok(SweepReport {
+        rows,
+        curves,
+        score_ms,
+    })
+}
+
+/// The verdict on a commit `commit_ns` after the start of `t`'s audio.
+fn eot_verdict(t: &LoadedTurn, commit_ns: u64) -> Verdict {
+    let rate = f64::from(voxlat_audio::PIPELINE_RATE);
+    let end_ms = t.speech_end_sample as f64 * 1000.0 / rate;
+    // Checked when the scenario was loaded.
+    let pauses = cutoff::pauses(&t.spec.pauses_ms, end_ms).unwrap_or_default();
+    cutoff::judge(commit_ns as f64 / 1e6, end_ms, &pauses)
 }

@@ -395,7 +395,7 @@ fn sweep(args: &ReplayArgs, turns: &[LoadedTurn], base: &EndpointerConfig) -> Re
         "sweep-{}.json",
         voxlat_core::clock::wall_label_compact()
     ));
-    let doc = serde_json::json!({ "header": voxlat_core::report::ResultsHeader::new("sweep", env!("CARGO_PKG_VERSION")), "endpointer": base, "rows": report.rows, "turn_score_ms": report.score_ms });
+    let doc = serde_json::json!({ "header": voxlat_core::report::ResultsHeader::new("sweep", env!("CARGO_PKG_VERSION")), "endpointer": base, "rows": report.rows, "curves": report.curves, "turn_score_ms": report.score_ms });
     voxlat_core::fsio::write_atomic(&path, serde_json::to_string_pretty(&doc)?.as_bytes())?;
     println!("Results: {}", path.display());
     Ok(ExitCode::SUCCESS)
