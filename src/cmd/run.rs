@@ -8,11 +8,13 @@ use crate::common::reply::ReplyArgs;
 use crate::common::stages::{load_pipeline, ModelPaths, StageOptions};
 use crate::common::turn::{load_turn_model, TurnArgs};
 use crate::common::{shutdown_signal, telemetry_outcome};
-use crate::report::{live::turn_line, print_report};
+use crate::report::{
+    live::{print_progress, turn_line},
+    print_report,
+};
 use anyhow::{Context, Result};
 use clap::Args;
 use serde::Deserialize;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,8 +26,7 @@ use voxlat_core::threads::ThreadBudget;
 use voxlat_pipeline::live::{self, ListenerConfig, Speaker};
 use voxlat_pipeline::results::{ReplayResults, ResultsWriter};
 use voxlat_pipeline::{
-    PipelineConfig, Progress, Session, SessionError, SessionOptions, SourceEvent, TurnMeta,
-    TurnOutcome, TurnRecord,
+    PipelineConfig, Session, SessionError, SessionOptions, SourceEvent, TurnMeta, TurnRecord,
 };
 use voxlat_vad::EndpointerConfig;
 
@@ -334,7 +335,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
                 Err(e @ SessionError::Idle { .. }) => anyhow::bail!("{e} (--idle-timeout)"),
                 Err(e) => return Err(e.into()),
             };
-            n += u32::from(counts_toward_max_turns(&rec));
+            n += u32::from(rec.outcome.ran_to_end());
             log_turn(rec)?;
             if max_turns.is_some_and(|m| n >= m) {
                 return Ok(false);
@@ -388,37 +389,4 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         html.display()
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// `--max-turns` counts the turns that ran to their end.
-fn counts_toward_max_turns(rec: &TurnRecord) -> bool {
-    rec.outcome != TurnOutcome::Interrupted
-}
-
-/// The turn's number, its transcript and the reply as it streams, on one line.
-fn print_progress(p: Progress<'_>) {
-    let mut out = std::io::stdout();
-    let _ = match p {
-        Progress::Started(n) => write!(out, "[{n}] "),
-        Progress::Transcript(t) => write!(out, "{:?} → ", t.trim()),
-        Progress::Reply(t) => write!(out, "{t}"),
-    };
-    let _ = out.flush();
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_interrupted_turn_does_not_count_toward_max_turns() {
-        let rec = |outcome| TurnRecord {
-            outcome,
-            ..TurnRecord::blank("live", "turn-1", "r", "")
-        };
-        assert!(!counts_toward_max_turns(&rec(TurnOutcome::Interrupted)));
-        for o in [TurnOutcome::Ok, TurnOutcome::Error, TurnOutcome::NoSpeech] {
-            assert!(counts_toward_max_turns(&rec(o)), "{o:?}");
-        }
-    }
 }

@@ -1,6 +1,18 @@
 //! The live session's line per turn.
 
-use voxlat_pipeline::TurnRecord;
+use std::io::Write;
+use voxlat_pipeline::{Progress, TurnRecord};
+
+/// The turn's number, its transcript and the reply as it streams, on one line.
+pub fn print_progress(p: Progress<'_>) {
+    let mut out = std::io::stdout();
+    let _ = match p {
+        Progress::Started(n) => write!(out, "[{n}] "),
+        Progress::Transcript(t) => write!(out, "{:?} → ", t.trim()),
+        Progress::Reply(t) => write!(out, "{t}"),
+    };
+    let _ = out.flush();
+}
 
 /// The rest of a turn's line: the breakdown, dominant stage starred, or what went wrong.
 pub fn turn_line(rec: &TurnRecord) -> String {

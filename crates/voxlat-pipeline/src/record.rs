@@ -24,6 +24,14 @@ pub enum TurnOutcome {
     Interrupted,
 }
 
+impl TurnOutcome {
+    /// Whether the turn ran to its end (answered, failed or heard nothing). An interrupted
+    /// turn did not: the speech that cut it short is the next turn.
+    pub fn ran_to_end(self) -> bool {
+        self != TurnOutcome::Interrupted
+    }
+}
+
 /// A reply started before its turn was committed (at the provisional end) and held until the
 /// endpoint. See docs/latency-model.md §7.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -321,6 +329,14 @@ fn is_zero(n: &u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_interrupted_turn_did_not_run_to_its_end() {
+        assert!(!TurnOutcome::Interrupted.ran_to_end());
+        for o in [TurnOutcome::Ok, TurnOutcome::Error, TurnOutcome::NoSpeech] {
+            assert!(o.ran_to_end(), "{o:?}");
+        }
+    }
 
     fn span(a: u64, b: u64) -> BusySpan {
         BusySpan {
