@@ -34,6 +34,8 @@ enum Command {
     Replay(Box<cmd::replay::ReplayArgs>),
     /// Time each voice stage in isolation (VAD, Whisper, Piper) and under thread contention.
     BenchStages(cmd::bench_stages::BenchStagesArgs),
+    /// Measure end-of-turn policies on turns with cut-off truth: cut-off rate against latency, eot-bench's way.
+    EvalTurns(cmd::eval_turns::EvalTurnsArgs),
     /// Print the speech bounds of WAV files, for scenario files.
     Annotate(cmd::annotate::AnnotateArgs),
     /// Re-render the HTML report (and print the tables) of a replay results file.
@@ -64,6 +66,7 @@ fn main() -> ExitCode {
         Command::Devices(args) => cmd::devices::run(args),
         Command::Report(args) => cmd::report::run(args),
         Command::Annotate(args) => cmd::annotate::run(args),
+        Command::EvalTurns(args) => cmd::eval_turns::run(args),
         Command::BenchStages(args) => cmd::bench_stages::run(args),
         Command::Transcribe(args) => cmd::transcribe::run(args),
         Command::Vad(args) => cmd::vad::run(args),

@@ -6,6 +6,7 @@ pub mod bench_llm;
 pub mod bench_stages;
 pub mod compare;
 pub mod devices;
+pub mod eval_turns;
 pub mod models;
 pub mod replay;
 pub mod report;

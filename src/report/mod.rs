@@ -7,7 +7,11 @@ mod levels;
 pub mod live;
 mod summary;
 mod sweep;
+mod turn_eval;
+mod turn_eval_html;
 
 pub use levels::print_levels;
 pub use summary::print_report;
 pub use sweep::print_sweep;
+pub use turn_eval::print_turn_eval;
+pub use turn_eval_html::turn_eval_page;

@@ -162,16 +162,23 @@ pub fn cutoff_at_budget(points: &[Point], budget_ms: f64) -> Option<f64> {
         .min_by(f64::total_cmp)
 }
 
-/// The mean latency of the fastest setting whose cut-off rate is at or under `rate` (a
+/// The fastest setting (least mean latency) whose cut-off rate is at or under `rate` (a
 /// fraction); `None` when no setting cuts off that rarely ("not reached").
-pub fn latency_at_rate(points: &[Point], rate: f64) -> Option<f64> {
+pub fn point_at_rate(points: &[Point], rate: f64) -> Option<&Point> {
     // A float rate such as 1/20 must count as "at" 5 %.
     const EPSILON: f64 = 1e-9;
     points
         .iter()
-        .filter(|p| p.cutoff <= rate + EPSILON)
-        .filter_map(|p| p.latency_mean_ms)
-        .min_by(f64::total_cmp)
+        .filter(|p| p.cutoff <= rate + EPSILON && p.latency_mean_ms.is_some())
+        .min_by(|a, b| {
+            let mean = |p: &Point| p.latency_mean_ms.unwrap_or(f64::INFINITY);
+            mean(a).total_cmp(&mean(b))
+        })
+}
+
+/// The mean latency of [`point_at_rate`], as eot-bench reports it.
+pub fn latency_at_rate(points: &[Point], rate: f64) -> Option<f64> {
+    point_at_rate(points, rate).and_then(|p| p.latency_mean_ms)
 }
 
 /// A policy's curve over its knob and the figures eot-bench publishes from it.
@@ -184,6 +191,11 @@ pub struct Curve {
     /// [`latency_at_rate`] at 5 % and 10 %; `None`: not reached.
     pub latency_at_5pct_ms: Option<f64>,
     pub latency_at_10pct_ms: Option<f64>,
+    /// The median latency of the same settings as `latency_at_*`.
+    #[serde(default)]
+    pub latency_p50_at_5pct_ms: Option<f64>,
+    #[serde(default)]
+    pub latency_p50_at_10pct_ms: Option<f64>,
     pub points: Vec<Point>,
 }
 
@@ -196,6 +208,8 @@ impl Curve {
             cutoff_at_600ms: cutoff_at_budget(&points, 600.0),
             latency_at_5pct_ms: latency_at_rate(&points, 0.05),
             latency_at_10pct_ms: latency_at_rate(&points, 0.10),
+            latency_p50_at_5pct_ms: point_at_rate(&points, 0.05).and_then(|p| p.latency_p50_ms),
+            latency_p50_at_10pct_ms: point_at_rate(&points, 0.10).and_then(|p| p.latency_p50_ms),
             points,
         }
     }

@@ -11,6 +11,7 @@
 
 pub mod aggregate;
 pub mod config;
+pub mod discover;
 pub mod error;
 pub mod fake;
 pub mod history;
@@ -29,6 +30,7 @@ pub mod session;
 pub mod source;
 pub mod stages;
 pub mod sweep;
+pub mod turn_eval;
 pub mod workers;
 
 pub use config::PipelineConfig;

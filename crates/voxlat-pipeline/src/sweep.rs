@@ -5,18 +5,12 @@
 //! length, so a grid of thresholds costs one model run per distinct score point.
 
 use crate::scenario::LoadedTurn;
+use crate::turn_eval::run::{endpoints, Memo};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-use voxlat_core::cutoff::{self, Curve, Point, Verdict};
+use voxlat_core::cutoff::{Curve, Point};
 use voxlat_core::stats::Summary;
-use voxlat_core::Nanos;
 use voxlat_vad::turn::TurnPolicy;
-use voxlat_vad::{
-    Endpointer, EndpointerConfig, SharedScorer, TurnScore, TurnScorer, VadError, VadEvent,
-    WebRtcDetector,
-};
+use voxlat_vad::{EndpointerConfig, SharedScorer, VadError};
 
 /// A turn whose first endpoint places speech end this much before the truth is truncated.
 pub const TRUNCATION_MS: f64 = 200.0;
@@ -71,42 +65,6 @@ pub struct SweepReport {
     pub score_ms: Option<Summary>,
 }
 
-/// Remembers scores by (utterance, audio length): the same audio always scores the same.
-struct Memo {
-    model: SharedScorer,
-    utterance: usize,
-    seen: HashMap<(usize, usize), f32>,
-    took_ms: Vec<f64>,
-}
-
-impl TurnScorer for Memo {
-    fn name(&self) -> &'static str {
-        "memoised"
-    }
-
-    fn score(&mut self, audio: &[f32]) -> Result<TurnScore, VadError> {
-        let key = (self.utterance, audio.len());
-        if let Some(&p) = self.seen.get(&key) {
-            return Ok(TurnScore {
-                probability: p,
-                took: Duration::ZERO,
-            });
-        }
-        let s = self
-            .model
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .score(audio)?;
-        self.took_ms.push(s.took.as_secs_f64() * 1e3);
-        self.seen.insert(key, s.probability);
-        // Audio time only: the sweep compares rules, and the run time is reported apart.
-        Ok(TurnScore {
-            probability: s.probability,
-            took: Duration::ZERO,
-        })
-    }
-}
-
 /// The rows a sweep runs: one plain rule per hangover, then, with turn-model thresholds, the
 /// plain rule at `base.hangover_ms` as the baseline (unless already there) and one turn-model
 /// row per high threshold, the rest of the policy from `base.turn`. An inconsistent threshold
@@ -149,15 +107,8 @@ pub fn sweep(
     model: Option<SharedScorer>,
 ) -> Result<SweepReport, VadError> {
     let rate = voxlat_audio::PIPELINE_RATE as u64;
-    let ns = |sample: usize| Nanos(sample as u64 * 1_000_000_000 / rate);
-    let memo = model.map(|model| {
-        Arc::new(Mutex::new(Memo {
-            model,
-            utterance: 0,
-            seen: HashMap::new(),
-            took_ms: Vec::new(),
-        }))
-    });
+    let ns = |sample: usize| sample as u64 * 1_000_000_000 / rate;
+    let memo = model.map(Memo::shared);
     let mut rows = Vec::new();
     for policy in policies {
         let h = policy.hangover_ms;
@@ -173,45 +124,29 @@ pub fn sweep(
         let mut delays = Vec::new();
         let mut verdicts = Vec::new();
         for (i, t) in turns.iter().enumerate() {
-            let lead = rate as usize / 2;
-            let mut x = vec![0.0f32; lead];
-            x.extend_from_slice(&t.audio.samples);
-            x.extend(std::iter::repeat_n(
-                0.0,
-                (longest as usize + 1000) * rate as usize / 1000,
-            ));
-            let truth = ns(lead + t.speech_end_sample.saturating_sub(1));
-            let mut ep =
-                Endpointer::new(cfg.clone(), WebRtcDetector::new(cfg.mode, cfg.frame_ms)?)?;
-            if policy.turn.is_some() {
-                let Some(m) = &memo else {
+            let model = match (&policy.turn, &memo) {
+                (None, _) => None,
+                (Some(_), Some(m)) => Some((m, i)),
+                (Some(_), None) => {
                     return Err(VadError::Config(
                         "a turn-model policy was swept without a turn model".into(),
-                    ));
-                };
-                m.lock().unwrap_or_else(|p| p.into_inner()).utterance = i;
-                ep = ep.with_turn_model(m.clone())?;
-            }
-            let mut ends = Vec::new();
-            for (k, chunk) in x.chunks(320).enumerate() {
-                for ev in ep.push(chunk, ns(k * 320 + chunk.len() - 1))? {
-                    if let VadEvent::Endpoint { speech_end, at, .. } = ev {
-                        ends.push((speech_end, at));
-                    }
+                    ))
                 }
-            }
-            let Some(&(first_end, first_at)) = ends.first() else {
+            };
+            let ends = endpoints(t, &cfg, model, longest + 1000)?;
+            let Some(first) = ends.first() else {
                 continue;
             };
+            let truth = ns(t.speech_end_sample.saturating_sub(1));
             if t.speech_end_annotated {
-                verdicts.push(eot_verdict(t, first_at.0.saturating_sub(ns(lead).0)));
+                verdicts.push(crate::turn_eval::verdict(t, first.at_ns));
             }
             let is_split = ends.len() > 1;
-            let is_truncated = (truth.signed_since(first_end) as f64 / 1e6) > TRUNCATION_MS;
+            let is_truncated = (truth as f64 - first.speech_end_ns as f64) / 1e6 > TRUNCATION_MS;
             split += usize::from(is_split);
             truncated += usize::from(is_truncated && !is_split);
             if !is_split && !is_truncated {
-                delays.push(first_at.signed_since(truth) as f64 / 1e6);
+                delays.push((first.at_ns as f64 - truth as f64) / 1e6);
             }
         }
         let n = turns.len();
@@ -256,13 +191,4 @@ pub fn sweep(
         curves,
         score_ms,
     })
-}
-
-/// The verdict on a commit `commit_ns` after the start of `t`'s audio.
-fn eot_verdict(t: &LoadedTurn, commit_ns: u64) -> Verdict {
-    let rate = f64::from(voxlat_audio::PIPELINE_RATE);
-    let end_ms = t.speech_end_sample as f64 * 1000.0 / rate;
-    // Checked when the scenario was loaded.
-    let pauses = cutoff::pauses(&t.spec.pauses_ms, end_ms).unwrap_or_default();
-    cutoff::judge(commit_ns as f64 / 1e6, end_ms, &pauses)
 }

@@ -98,28 +98,11 @@ pub struct ReplayArgs {
 }
 
 fn scenario_files(args: &[PathBuf]) -> Vec<PathBuf> {
-    let roots = if args.is_empty() {
-        vec![PathBuf::from("scenarios")]
+    if args.is_empty() {
+        voxlat_pipeline::discover::scenario_files(&[PathBuf::from("scenarios")], false)
     } else {
-        args.to_vec()
-    };
-    let mut out = Vec::new();
-    for r in roots {
-        if r.is_dir() {
-            let mut v: Vec<PathBuf> = std::fs::read_dir(&r)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-                .collect();
-            v.sort();
-            out.extend(v);
-        } else {
-            out.push(r);
-        }
+        voxlat_pipeline::discover::scenario_files(args, false)
     }
-    out
 }
 
 /// Loads every scenario and turn it can, reporting (not failing on) the ones it cannot.

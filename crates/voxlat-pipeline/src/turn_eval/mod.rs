@@ -1,0 +1,218 @@
+//! `eval-turns`: end-of-turn policies measured as LiveKit's eot-bench measures them. Each
+//! policy is swept over its knob; at each setting every turn with a true end gets one commit
+//! (the endpointer's first), judged cut off or not against the turn's labelled pauses
+//! ([`voxlat_core::cutoff`]). Unpaced and deterministic: audio time, no other stage.
+
+pub mod policy;
+pub mod run;
+
+pub use policy::EvalPolicy;
+
+use crate::scenario::LoadedTurn;
+use run::{endpoints, Memo};
+use serde::{Deserialize, Serialize};
+use voxlat_core::cutoff::{self, Curve, Point, Verdict};
+use voxlat_core::stats::Summary;
+use voxlat_vad::{EndpointerConfig, SharedScorer, VadError};
+
+/// A policy and the settings of its knob to run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PolicySweep {
+    pub policy: EvalPolicy,
+    pub settings: Vec<f64>,
+}
+
+impl PolicySweep {
+    pub fn default_for(policy: EvalPolicy) -> PolicySweep {
+        PolicySweep {
+            policy,
+            settings: policy.default_settings(),
+        }
+    }
+}
+
+/// One turn's commit at one setting.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TurnCommit {
+    pub scenario: String,
+    pub turn: String,
+    /// When the endpointer committed, ms from the start of the turn's audio; `None`: it never
+    /// did (no speech heard), and the turn is left out of the point.
+    pub commit_ms: Option<f64>,
+    pub verdict: Option<Verdict>,
+    pub cut_off: bool,
+}
+
+/// Every turn's commit at one setting.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SettingTurns {
+    pub setting: f64,
+    /// Turns with no commit at all (left out of the point's rates).
+    pub missed: usize,
+    pub commits: Vec<TurnCommit>,
+}
+
+/// One policy's curve (eot-bench's figures and points) and the per-turn commits behind it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PolicyEval {
+    #[serde(flatten)]
+    pub curve: Curve,
+    /// What `points[].setting` is.
+    pub knob: String,
+    pub turns: Vec<SettingTurns>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct EvalReport {
+    /// Turns judged (those with a true end).
+    pub turns: usize,
+    /// Labelled pauses inside them.
+    pub pauses: usize,
+    /// Turns left out, with why.
+    pub left_out: Vec<String>,
+    pub policies: Vec<PolicyEval>,
+    /// How long one Smart Turn score took (distinct scores only), ms: a decision after a score
+    /// comes that much later in a live pipeline.
+    pub turn_score_ms: Option<Summary>,
+    /// The endpointer's own speech-end estimate against the truth, with the default settings,
+    /// over the turns it did not cut off: live, `endpointing` starts at this estimate.
+    pub speech_end: SpeechEndError,
+}
+
+/// How far the endpointer's speech-end estimate is from the true end.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct SpeechEndError {
+    /// |estimate − truth|, ms.
+    pub abs_ms: Option<Summary>,
+    /// estimate − truth, ms, per turn (positive: the estimate is late).
+    pub turns: Vec<(String, String, f64)>,
+}
+
+fn speech_end_error(
+    judged: &[&LoadedTurn],
+    base: &EndpointerConfig,
+) -> Result<SpeechEndError, VadError> {
+    let rate = f64::from(voxlat_audio::PIPELINE_RATE);
+    let mut turns = Vec::new();
+    for t in judged {
+        let Some(first) = endpoints(t, base, None, base.hangover_ms + 1000)?
+            .first()
+            .copied()
+        else {
+            continue;
+        };
+        if verdict(t, first.at_ns).cut_off() {
+            continue;
+        }
+        let truth_ms = t.speech_end_sample as f64 * 1000.0 / rate;
+        turns.push((
+            t.scenario.clone(),
+            t.spec.id.clone(),
+            first.speech_end_ns as f64 / 1e6 - truth_ms,
+        ));
+    }
+    let abs: Vec<f64> = turns.iter().map(|t| t.2.abs()).collect();
+    Ok(SpeechEndError {
+        abs_ms: Summary::from_samples(&abs, 0),
+        turns,
+    })
+}
+
+/// The verdict on a commit `commit_ns` after the start of `t`'s audio.
+pub fn verdict(t: &LoadedTurn, commit_ns: u64) -> Verdict {
+    let rate = f64::from(voxlat_audio::PIPELINE_RATE);
+    let end_ms = t.speech_end_sample as f64 * 1000.0 / rate;
+    // Checked when the scenario was loaded.
+    let pauses = cutoff::pauses(&t.spec.pauses_ms, end_ms).unwrap_or_default();
+    cutoff::judge(commit_ns as f64 / 1e6, end_ms, &pauses)
+}
+
+/// Runs every sweep over the turns that have a true end. `model` is needed by a policy that
+/// scores with Smart Turn; without it such a policy is an error.
+pub fn evaluate(
+    turns: &[LoadedTurn],
+    base: &EndpointerConfig,
+    sweeps: &[PolicySweep],
+    model: Option<SharedScorer>,
+) -> Result<EvalReport, VadError> {
+    let (judged, left): (Vec<&LoadedTurn>, Vec<&LoadedTurn>) =
+        turns.iter().partition(|t| t.speech_end_annotated);
+    let left_out = left
+        .iter()
+        .map(|t| {
+            format!(
+                "{}/{}: no speech_end_ms, so no true end to judge a commit by",
+                t.scenario, t.spec.id
+            )
+        })
+        .collect();
+    let memo = model.map(Memo::shared);
+    let mut policies = Vec::new();
+    for sweep in sweeps {
+        let mut points = Vec::new();
+        let mut per_setting = Vec::new();
+        // In order and once each, as the curve lists its points.
+        let mut settings = sweep.settings.clone();
+        settings.sort_by(f64::total_cmp);
+        settings.dedup();
+        for setting in settings {
+            let cfg = sweep
+                .policy
+                .endpointer(base, setting)
+                .map_err(VadError::Config)?;
+            let trail = sweep.policy.longest_hold_ms(setting) + 1000;
+            let mut commits = Vec::with_capacity(judged.len());
+            let mut verdicts = Vec::with_capacity(judged.len());
+            for (i, t) in judged.iter().enumerate() {
+                let model = match (&memo, sweep.policy.needs_turn_model()) {
+                    (_, false) => None,
+                    (Some(m), true) => Some((m, i)),
+                    (None, true) => {
+                        return Err(VadError::Config(format!(
+                            "policy {} needs the turn model, and none was given",
+                            sweep.policy.name()
+                        )))
+                    }
+                };
+                let first = endpoints(t, &cfg, model, trail)?.first().copied();
+                let v = first.map(|c| verdict(t, c.at_ns));
+                if let Some(v) = v {
+                    verdicts.push(v);
+                }
+                commits.push(TurnCommit {
+                    scenario: t.scenario.clone(),
+                    turn: t.spec.id.clone(),
+                    commit_ms: first.map(|c| c.at_ns as f64 / 1e6),
+                    verdict: v,
+                    cut_off: v.is_some_and(|v| v.cut_off()),
+                });
+            }
+            if let Some(p) = Point::of(setting, &verdicts) {
+                points.push(p);
+            }
+            per_setting.push(SettingTurns {
+                setting,
+                missed: commits.iter().filter(|c| c.commit_ms.is_none()).count(),
+                commits,
+            });
+        }
+        policies.push(PolicyEval {
+            curve: Curve::new(sweep.policy.name(), points),
+            knob: sweep.policy.knob().into(),
+            turns: per_setting,
+        });
+    }
+    let turn_score_ms = memo.and_then(|m| {
+        let m = m.lock().unwrap_or_else(|p| p.into_inner());
+        Summary::from_samples(&m.took_ms, 0)
+    });
+    let speech_end = speech_end_error(&judged, base)?;
+    Ok(EvalReport {
+        speech_end,
+        turns: judged.len(),
+        pauses: judged.iter().map(|t| t.spec.pauses_ms.len()).sum(),
+        left_out,
+        policies,
+        turn_score_ms,
+    })
+}

@@ -1,0 +1,147 @@
+//! The end-of-turn policies `eval-turns` compares, each with the one knob it sweeps.
+
+use serde::{Deserialize, Serialize};
+use voxlat_vad::turn::TurnPolicy;
+use voxlat_vad::EndpointerConfig;
+
+/// Pipecat runs Smart Turn when its VAD has heard this much silence (`VADParams.stop_secs`
+/// 0.2, which Pipecat recommends with Smart Turn).
+pub const SMART_TURN_VAD_STOP_MS: u32 = 200;
+/// Pipecat's silence fallback: an "incomplete" turn is committed anyway after this much
+/// silence (`SmartTurnParams.stop_secs`, 3 s by default).
+pub const SMART_TURN_FALLBACK_MS: u32 = 3000;
+
+/// A rule for ending a turn, as `eval-turns` runs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EvalPolicy {
+    /// The plain silence hangover after webrtc-vad's last voiced frame; the knob is the
+    /// hangover (ms).
+    Webrtc,
+    /// Smart Turn v3.2 as Pipecat uses it: scored once each time the VAD stops
+    /// ([`SMART_TURN_VAD_STOP_MS`]), committed when P(complete) reaches the knob, else held
+    /// until the speaker goes on (then scored again at the next stop) or
+    /// [`SMART_TURN_FALLBACK_MS`] of silence.
+    SmartTurn,
+}
+
+impl EvalPolicy {
+    pub const ALL: [EvalPolicy; 2] = [EvalPolicy::Webrtc, EvalPolicy::SmartTurn];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            EvalPolicy::Webrtc => "webrtc",
+            EvalPolicy::SmartTurn => "smart-turn",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<EvalPolicy> {
+        EvalPolicy::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// What the swept setting is.
+    pub fn knob(self) -> &'static str {
+        match self {
+            EvalPolicy::Webrtc => "hangover_ms",
+            EvalPolicy::SmartTurn => "threshold",
+        }
+    }
+
+    pub fn needs_turn_model(self) -> bool {
+        matches!(self, EvalPolicy::SmartTurn)
+    }
+
+    /// The default sweep: fine where the trade-off turns (100–800 ms of silence, or the
+    /// whole probability range), coarse past it.
+    pub fn default_settings(self) -> Vec<f64> {
+        match self {
+            EvalPolicy::Webrtc => vec![
+                100.0, 150.0, 200.0, 250.0, 300.0, 350.0, 400.0, 450.0, 500.0, 600.0, 700.0, 800.0,
+                1000.0, 1200.0, 1500.0, 2000.0, 2500.0,
+            ],
+            EvalPolicy::SmartTurn => vec![
+                0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.999,
+            ],
+        }
+    }
+
+    /// The endpointer that runs this policy at `setting`, on top of `base` (its VAD); the
+    /// error says why a setting is out of range.
+    pub fn endpointer(
+        self,
+        base: &EndpointerConfig,
+        setting: f64,
+    ) -> Result<EndpointerConfig, String> {
+        let cfg = match self {
+            EvalPolicy::Webrtc => {
+                if !(setting.is_finite() && (1.0..=30_000.0).contains(&setting)) {
+                    return Err(format!(
+                        "webrtc hangover {setting} ms: give a whole number of ms from 1 to 30000"
+                    ));
+                }
+                let h = setting.round() as u32;
+                EndpointerConfig {
+                    hangover_ms: h,
+                    provisional_ms: base.provisional_ms.min(h - 1),
+                    tail_ms: base.tail_ms.min(h - 1),
+                    ..base.clone()
+                }
+            }
+            EvalPolicy::SmartTurn => {
+                if !(setting.is_finite() && (0.0..=1.0).contains(&setting)) {
+                    return Err(format!(
+                        "smart-turn threshold {setting}: give a probability from 0 to 1"
+                    ));
+                }
+                let p = setting as f32;
+                // The hangover is the fallback, so the low threshold never gets a second look
+                // and no score is retaken before the speaker goes on: one score per VAD stop.
+                EndpointerConfig {
+                    hangover_ms: SMART_TURN_FALLBACK_MS,
+                    provisional_ms: base.provisional_ms.min(SMART_TURN_VAD_STOP_MS),
+                    tail_ms: base.tail_ms.min(SMART_TURN_VAD_STOP_MS),
+                    turn: TurnPolicy {
+                        first_ms: SMART_TURN_VAD_STOP_MS,
+                        every_ms: SMART_TURN_FALLBACK_MS,
+                        high: p,
+                        low: p,
+                        max_ms: SMART_TURN_FALLBACK_MS,
+                    },
+                    ..base.clone()
+                }
+            }
+        };
+        cfg.validate().map_err(|e| e.to_string())?;
+        Ok(cfg)
+    }
+
+    /// The longest silence this policy can hold at `setting`, ms.
+    pub fn longest_hold_ms(self, setting: f64) -> u32 {
+        match self {
+            EvalPolicy::Webrtc => setting.round() as u32,
+            EvalPolicy::SmartTurn => SMART_TURN_FALLBACK_MS,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_default_setting_makes_a_valid_endpointer() {
+        let base = EndpointerConfig::default();
+        for p in EvalPolicy::ALL {
+            for s in p.default_settings() {
+                let cfg = p.endpointer(&base, s).unwrap();
+                if p.needs_turn_model() {
+                    cfg.turn.validate(cfg.hangover_ms).unwrap();
+                }
+            }
+            assert_eq!(EvalPolicy::from_name(p.name()), Some(p));
+        }
+        assert!(EvalPolicy::Webrtc.endpointer(&base, 0.0).is_err());
+        assert!(EvalPolicy::SmartTurn.endpointer(&base, 1.5).is_err());
+        assert!(EvalPolicy::SmartTurn.endpointer(&base, f64::NAN).is_err());
+    }
+}

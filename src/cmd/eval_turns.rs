@@ -1,0 +1,155 @@
+//! `voxlat eval-turns`: end-of-turn policies on a corpus with cut-off truth, eot-bench's way.
+
+use crate::common::stages::runtime_path;
+use crate::common::turn::load_turn_model;
+use crate::report::{print_turn_eval, turn_eval_page};
+use anyhow::{Context, Result};
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use voxlat_pipeline::turn_eval::{self, EvalPolicy, PolicySweep};
+use voxlat_pipeline::LoadedTurn;
+use voxlat_vad::EndpointerConfig;
+
+/// Sweeps each end-of-turn policy over its knob on turns whose scenario gives the true end
+/// (`speech_end_ms`) and the pauses inside the turn (`pauses_ms`), and reports what LiveKit's
+/// eot-bench reports: the cut-off rate within a 300 and a 600 ms latency budget, and the
+/// latency at 5 % and 10 % cut-offs. A commit inside a labelled pause (or before the end) cuts
+/// the speaker off; latency is the silence after the true end until the commit, over the
+/// turns not cut off. Runs only the endpointer (and Smart Turn), unpaced, in audio time:
+/// the same input gives the same figures on the same CPU family.
+#[derive(Args, Debug)]
+pub struct EvalTurnsArgs {
+    /// Scenario TOML files or directories of them (searched recursively).
+    /// [default: scenarios/turns/]
+    #[arg(value_name = "SCENARIO")]
+    pub scenarios: Vec<PathBuf>,
+    /// Policies to run: webrtc (the plain silence hangover, swept) and smart-turn (Smart Turn
+    /// v3.2 as Pipecat runs it: scored when the VAD has heard 200 ms of silence, threshold
+    /// swept, committed anyway after 3 s). [default: all]
+    #[arg(long, value_delimiter = ',', value_name = "NAME,…", value_parser = ["webrtc", "smart-turn"])]
+    pub policy: Vec<String>,
+    /// The webrtc hangovers to sweep, ms. [default: 100 to 2500]
+    #[arg(long, value_delimiter = ',', value_name = "MS,…")]
+    pub hangovers: Vec<f64>,
+    /// The smart-turn thresholds to sweep, P(complete). [default: 0.02 to 0.999]
+    #[arg(long, value_delimiter = ',', value_name = "P,…")]
+    pub thresholds: Vec<f64>,
+    /// Also write every figure, each policy's curve and every turn's commit per setting as
+    /// JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Also draw each policy's curve (cut-off rate against latency) into this HTML file.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+fn sweeps(args: &EvalTurnsArgs) -> Vec<PolicySweep> {
+    let chosen: Vec<EvalPolicy> = if args.policy.is_empty() {
+        EvalPolicy::ALL.to_vec()
+    } else {
+        // clap has checked the names.
+        args.policy
+            .iter()
+            .filter_map(|n| EvalPolicy::from_name(n))
+            .collect()
+    };
+    chosen
+        .into_iter()
+        .map(|policy| {
+            let given = match policy {
+                EvalPolicy::Webrtc => &args.hangovers,
+                EvalPolicy::SmartTurn => &args.thresholds,
+            };
+            if given.is_empty() {
+                PolicySweep::default_for(policy)
+            } else {
+                PolicySweep {
+                    policy,
+                    settings: given.clone(),
+                }
+            }
+        })
+        .collect()
+}
+
+pub fn run(args: EvalTurnsArgs) -> Result<ExitCode> {
+    let roots = if args.scenarios.is_empty() {
+        vec![PathBuf::from("scenarios/turns")]
+    } else {
+        args.scenarios.clone()
+    };
+    let files = voxlat_pipeline::discover::scenario_files(&roots, true);
+    anyhow::ensure!(
+        !files.is_empty(),
+        "no scenario file found in {roots:?}: give TOML files with speech_end_ms and pauses_ms, or directories of them"
+    );
+    let loaded = voxlat_pipeline::scenario::load_all(&files);
+    for w in &loaded.warnings {
+        eprintln!("warning: {w}");
+    }
+    for e in &loaded.skipped {
+        eprintln!("error: {e} (skipped; the other turns still count)");
+    }
+    let turns: Vec<LoadedTurn> = loaded.turns().cloned().collect();
+    anyhow::ensure!(
+        !turns.is_empty(),
+        "no turn could be loaded from {files:?} (the errors above say why)"
+    );
+    anyhow::ensure!(
+        turns.iter().any(|t| t.speech_end_annotated),
+        "no turn in {files:?} has speech_end_ms, the true end a commit is judged against"
+    );
+    let sweeps = sweeps(&args);
+    let base = EndpointerConfig::default();
+    // Every setting is checked before a model loads or a turn runs.
+    for s in &sweeps {
+        for &v in &s.settings {
+            s.policy
+                .endpointer(&base, v)
+                .map_err(|e| anyhow::anyhow!("{e} (--hangovers or --thresholds)"))?;
+        }
+    }
+    for path in args.json.iter().chain(&args.html) {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            voxlat_core::fsio::ensure_writable_dir(dir)?;
+        }
+    }
+    let model = if sweeps.iter().any(|s| s.policy.needs_turn_model()) {
+        let store = voxlat_models::Store::open_default(None)?;
+        Some(load_turn_model(&store, &runtime_path(&store)?)?)
+    } else {
+        None
+    };
+    let report = turn_eval::evaluate(&turns, &base, &sweeps, model)?;
+    for l in &report.left_out {
+        eprintln!("note: {l}");
+    }
+    let cpu = voxlat_core::cpu::CpuInfo::detect();
+    print_turn_eval(&report, &cpu);
+    if let Some(path) = &args.json {
+        // The header records the CPU, whose family Smart Turn's scores depend on.
+        let header =
+            voxlat_core::report::ResultsHeader::new("eval-turns", env!("CARGO_PKG_VERSION"));
+        let doc = serde_json::json!({
+            "header": header,
+            "scenarios": files,
+            "endpointer": base,
+            "turns": report.turns,
+            "pauses": report.pauses,
+            "left_out": report.left_out,
+            "turn_score_ms": report.turn_score_ms,
+            "speech_end": report.speech_end,
+            "policies": report.policies,
+        });
+        voxlat_core::fsio::write_atomic(path, serde_json::to_string_pretty(&doc)?.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("Results: {}", path.display());
+    }
+    if let Some(path) = &args.html {
+        voxlat_core::fsio::write_atomic(path, turn_eval_page(&report, &cpu).as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("Report: {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,81 @@
+//! `eval-turns`' tables: eot-bench's figures per policy, then each policy's curve.
+
+use voxlat_core::cpu::CpuInfo;
+use voxlat_core::table::Table;
+use voxlat_pipeline::turn_eval::EvalReport;
+
+fn rate(v: Option<f64>) -> String {
+    v.map_or_else(|| "no setting".into(), |r| format!("{:.1}%", r * 100.0))
+}
+
+fn ms(v: Option<f64>) -> String {
+    v.map_or_else(|| "not reached".into(), |l| format!("{l:.0} ms"))
+}
+
+pub fn print_turn_eval(report: &EvalReport, cpu: &CpuInfo) {
+    println!(
+        "Turn-taking on {} turns with {} labelled pauses (eot-bench's metric: a commit inside a pause cuts the speaker off; latency is the silence after the true end until the commit, mean (P50) over the turns not cut off, audio time):",
+        report.turns, report.pauses
+    );
+    let mut t = Table::new(&[
+        "policy",
+        "cut-off within 300 ms",
+        "within 600 ms",
+        "latency at 5 % cut-offs",
+        "at 10 %",
+    ]);
+    for p in &report.policies {
+        let c = &p.curve;
+        let with_p50 = |mean: Option<f64>, p50: Option<f64>| match (mean, p50) {
+            (Some(_), Some(p50)) => format!("{} ({p50:.0})", ms(mean)),
+            _ => ms(mean),
+        };
+        t.row(vec![
+            c.name.clone(),
+            rate(c.cutoff_at_300ms),
+            rate(c.cutoff_at_600ms),
+            with_p50(c.latency_at_5pct_ms, c.latency_p50_at_5pct_ms),
+            with_p50(c.latency_at_10pct_ms, c.latency_p50_at_10pct_ms),
+        ]);
+    }
+    print!("{}", t.render());
+    for p in &report.policies {
+        let mut t = Table::new(&[&p.knob, "cut-off", "latency mean", "latency p50"]);
+        for point in &p.curve.points {
+            let mut setting = format!("{}", point.setting);
+            let missed = p
+                .turns
+                .iter()
+                .find(|t| t.setting == point.setting)
+                .map_or(0, |t| t.missed);
+            if missed > 0 {
+                setting.push_str(&format!(" ({missed} never committed)"));
+            }
+            t.row(vec![
+                setting,
+                format!("{:.1}%", point.cutoff * 100.0),
+                ms(point.latency_mean_ms),
+                ms(point.latency_p50_ms),
+            ]);
+        }
+        print!("\n{} over {}:\n{}", p.curve.name, p.knob, t.render());
+    }
+    if let Some(e) = &report.speech_end.abs_ms {
+        println!(
+            "\nThe endpointer's speech-end estimate (default settings) against the truth, over {} turns not cut off: |error| P50 {:.0} ms, P95 {:.0} ms, worst {:.0} ms. Live, `endpointing` is timed from this estimate.",
+            e.n, e.p50, e.p95, e.max
+        );
+    }
+    if report.policies.iter().any(|p| p.curve.name == "smart-turn") {
+        println!(
+            "\nSmart Turn's probabilities depend on the CPU: its int8 kernels score differently with and without VNNI, so its rows hold for this family only (scored on {}).",
+            cpu.describe()
+        );
+        if let Some(s) = &report.turn_score_ms {
+            println!(
+                "Each Smart Turn score took P50 {:.0} ms, P95 {:.0} ms here ({} scores): a live decision after a score comes that much later than the latency above.",
+                s.p50, s.p95, s.n
+            );
+        }
+    }
+}

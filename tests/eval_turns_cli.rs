@@ -1,0 +1,121 @@
+//! `voxlat eval-turns` on the bundled pause scenarios, whose pause truth was annotated by a
+//! rule that shares no code with the endpointer (scenarios/README.md).
+
+mod common;
+
+use std::path::PathBuf;
+
+fn pauses() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/pauses.toml")
+}
+
+fn run(args: &[&str]) -> (bool, String, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out/eval.json");
+    std::fs::create_dir_all(json.parent().unwrap()).unwrap();
+    let o = common::voxlat()
+        .arg("eval-turns")
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let doc = std::fs::read_to_string(&json)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (o.status.success(), all, doc)
+}
+
+/// A 300 ms hangover commits inside the 465 and 565 ms pauses (both turns cut off, each
+/// commit inside a labelled pause); an 800 ms one waits them out, and its commits come the
+/// hangover (plus the VAD's own lag) after the true end.
+#[test]
+fn a_short_hangover_cuts_off_inside_the_labelled_pauses_and_a_long_one_does_not() {
+    let p = pauses();
+    let (ok, out, doc) = run(&[
+        p.to_str().unwrap(),
+        "--policy",
+        "webrtc",
+        "--hangovers",
+        "800,300",
+    ]);
+    assert!(ok, "{out}");
+    assert_eq!(doc["turns"], 2, "{out}");
+    assert_eq!(doc["pauses"], 3, "{out}");
+    let policy = &doc["policies"][0];
+    assert_eq!(policy["name"], "webrtc", "{out}");
+    assert_eq!(policy["knob"], "hangover_ms", "{out}");
+    let points = policy["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2, "{out}");
+    assert_eq!(points[0]["setting"], 300.0, "sorted by setting: {out}");
+    assert_eq!(points[0]["cutoff"], 1.0, "{out}");
+    assert_eq!(points[1]["cutoff"], 0.0, "{out}");
+    for c in policy["turns"][0]["commits"].as_array().unwrap() {
+        assert_eq!(c["verdict"]["kind"], "in_pause", "{c}");
+        assert_eq!(c["cut_off"], true, "{c}");
+    }
+    for c in policy["turns"][1]["commits"].as_array().unwrap() {
+        let latency = c["verdict"]["latency_ms"].as_f64().unwrap();
+        assert!((800.0..1200.0).contains(&latency), "{c}");
+    }
+    let mean = points[1]["latency_mean_ms"].as_f64().unwrap();
+    assert_eq!(policy["latency_at_5pct_ms"].as_f64(), Some(mean), "{out}");
+    assert!(policy["cutoff_at_300ms"].is_null(), "{out}");
+    assert!(doc["header"]["cpu"]["int8_family"].is_string(), "{out}");
+    assert!(
+        out.contains("within 300 ms") && out.contains("not reached"),
+        "{out}"
+    );
+}
+
+/// Smart Turn as Pipecat runs it, at threshold 0, commits at its first VAD stop, before the
+/// end of either turn; what every CPU family agrees on, whatever the model's scores.
+#[test]
+fn smart_turn_at_threshold_zero_commits_at_the_first_stop() {
+    let p = pauses();
+    let (ok, out, doc) = run(&[
+        p.to_str().unwrap(),
+        "--policy",
+        "smart-turn",
+        "--thresholds",
+        "0",
+    ]);
+    assert!(ok, "{out}");
+    let policy = &doc["policies"][0];
+    assert_eq!(policy["name"], "smart-turn", "{out}");
+    assert_eq!(policy["points"][0]["cutoff"], 1.0, "{out}");
+    assert!(doc["turn_score_ms"]["n"].as_u64().unwrap() >= 2, "{out}");
+    assert!(out.contains("VNNI"), "the CPU-family note: {out}");
+}
+
+#[test]
+fn bad_settings_and_turns_without_truth_name_the_problem() {
+    let p = pauses();
+    let (ok, out, _) = run(&[p.to_str().unwrap(), "--hangovers", "0"]);
+    assert!(!ok && out.contains("--hangovers"), "{out}");
+    let (ok, out, _) = run(&[p.to_str().unwrap(), "--thresholds", "1.5"]);
+    assert!(!ok && out.contains("--thresholds"), "{out}");
+    // The assistant scenario's turns have a true end but no pauses; a file without any true
+    // end is refused with the reason.
+    let dir = tempfile::tempdir().unwrap();
+    let wav = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/audio/real-digit-5.wav");
+    let toml = dir.path().join("noend.toml");
+    std::fs::write(
+        &toml,
+        format!(
+            "name = \"noend\"\n[[turn]]\nid = \"five\"\nwav = {:?}\ntranscript = \"Five.\"\n",
+            wav.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let (ok, out, _) = run(&[toml.to_str().unwrap(), "--policy", "webrtc"]);
+    assert!(!ok && out.contains("speech_end_ms"), "{out}");
+    let (ok, out, _) = run(&[dir.path().join("missing").to_str().unwrap()]);
+    assert!(!ok, "{out}");
+}
