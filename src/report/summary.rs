@@ -93,6 +93,20 @@ pub fn print_report(r: &ReplayResults) {
             e.n, e.p50, e.p95, e.max
         );
     }
+    if let Some(c) = &a.cutoffs {
+        println!(
+            "Cut off (committed inside a labelled pause or before the annotated end, audio time): {} of {} judged turns ({:.1}%); `voxlat eval-turns` gives the trade-off per policy.",
+            c.cut_off,
+            c.judged,
+            c.rate * 100.0
+        );
+    }
+    if a.resumed > 0 {
+        println!(
+            "The user spoke again within 2 s of the commit after {} of {} turns (committed too early?).",
+            a.resumed, a.turns
+        );
+    }
     let q = &a.quality;
     if q.replies > 0 {
         use voxlat_pipeline::quality::QualityCounts as Q;

@@ -43,12 +43,43 @@ pub struct Aggregate {
     /// live breakdown's start can be from the truth.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speech_end_error: Option<Summary>,
+    /// Replay: how many turns judged against their scenario's truth were cut off
+    /// (`TurnRecord::cutoff`); absent when no turn was judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cutoffs: Option<CutoffCount>,
+    /// Live: turns after whose commit the user spoke again within 2 s.
+    #[serde(default)]
+    pub resumed: usize,
     pub underruns: u32,
     /// Every breakdown's segments summed exactly to its total (integer ns).
     pub sums_exact: bool,
     /// Reply-quality pass counts over the spoken replies (absent in older results).
     #[serde(default)]
     pub quality: QualityCounts,
+}
+
+/// Cut-off turns among those judged.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CutoffCount {
+    pub judged: usize,
+    pub cut_off: usize,
+    /// cut_off / judged.
+    pub rate: f64,
+}
+
+impl CutoffCount {
+    pub fn of<'a>(turns: impl Iterator<Item = &'a TurnRecord>) -> Option<CutoffCount> {
+        let (mut judged, mut cut_off) = (0, 0);
+        for v in turns.filter_map(|t| t.cutoff) {
+            judged += 1;
+            cut_off += usize::from(v.cut_off());
+        }
+        (judged > 0).then(|| CutoffCount {
+            judged,
+            cut_off,
+            rate: cut_off as f64 / judged as f64,
+        })
+    }
 }
 
 impl Aggregate {
@@ -132,6 +163,11 @@ impl Aggregate {
                     .flat_map(|t| t.chunks.iter().filter_map(|c| c.remote.as_ref())),
             ),
             speech_end_error: Summary::from_samples(&end_errors, 0),
+            cutoffs: CutoffCount::of(measured.iter().copied()),
+            resumed: measured
+                .iter()
+                .filter(|t| t.resumed_after_ms.is_some())
+                .count(),
             underruns: measured.iter().map(|t| t.underruns).sum(),
             quality: QualityCounts::from_turns(
                 measured

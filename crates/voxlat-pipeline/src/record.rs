@@ -140,6 +140,15 @@ pub struct TurnRecord {
     pub speech_end_annotated: bool,
     /// The VAD's own speech-end estimate minus the ground truth.
     pub vad_speech_end_error_ms: Option<f64>,
+    /// The commit judged against the scenario's truth (its end and labelled pauses) in audio
+    /// time, as `eval-turns` judges it: inside a pause or before the end cut the speaker off.
+    /// Replay only, on turns with an annotated end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cutoff: Option<voxlat_core::cutoff::Verdict>,
+    /// Live: the user spoke again this soon after the commit (within
+    /// [`crate::session::RESUMED_WITHIN_MS`]), a sign the commit came too early.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_after_ms: Option<f64>,
     pub reply_text: String,
     pub reply_audio_s: f64,
     pub missing_keywords: Vec<String>,
@@ -220,6 +229,8 @@ impl TurnRecord {
             retractions: 0,
             speech_end_annotated: false,
             vad_speech_end_error_ms: None,
+            cutoff: None,
+            resumed_after_ms: None,
             reply_text: String::new(),
             reply_audio_s: 0.0,
             missing_keywords: Vec::new(),

@@ -40,6 +40,16 @@ pub fn spawn_scenario_source(
     samples.extend_from_slice(&turn.audio.samples);
     samples.extend(std::iter::repeat_n(0.0, trail));
     let truth_idx = lead + turn.speech_end_sample.saturating_sub(1);
+    // The annotated end and pauses judge where in the audio the endpoint commits.
+    let judge = turn.speech_end_annotated.then(|| {
+        let end_ms = turn.speech_end_sample as f64 * 1000.0 / rate as f64;
+        // Checked when the scenario was loaded.
+        let pauses = voxlat_core::cutoff::pauses(&turn.spec.pauses_ms, end_ms).unwrap_or_default();
+        move |commit_sample: usize| {
+            let ms = commit_sample.saturating_sub(lead) as f64 * 1000.0 / rate as f64;
+            voxlat_core::cutoff::judge(ms, end_ms, &pauses)
+        }
+    });
     let ep_cfg = cfg.endpointer.clone();
     let fast = cfg.fast;
     let thread = std::thread::Builder::new()
@@ -86,6 +96,11 @@ pub fn spawn_scenario_source(
                 };
                 for ev in events {
                     let is_end = matches!(ev, VadEvent::Endpoint { .. });
+                    if let Some(judge) = judge.as_ref().filter(|_| is_end) {
+                        if !send(SourceEvent::Judged(judge(last))) {
+                            return;
+                        }
+                    }
                     if !send(SourceEvent::Vad {
                         ev,
                         received: clock::now(),

@@ -251,6 +251,9 @@ fn speech_during_the_reply_cancels_the_turn_and_abandons_the_llm_request() {
     );
     assert!(f.tts.spoken.lock().unwrap().is_empty(), "nothing was said");
     assert_eq!(rec.events.get(&EventKind::PlayoutStart), None);
+    // The user went on 200 ms after the commit: the commit came too early.
+    let resumed = rec.resumed_after_ms.expect("labelled as resumed");
+    assert!((200.0..2000.0).contains(&resumed), "{resumed}");
 }
 
 #[test]
@@ -850,4 +853,40 @@ fn closing_mid_turn_returns_the_turn_in_flight() {
     assert_eq!(recs[0].turn, "turn-1");
     assert_eq!(recs[0].outcome, TurnOutcome::Interrupted);
     assert_eq!(f.llm.abandoned.load(Ordering::SeqCst), 1);
+}
+
+/// The real 450 ms pause clip through the real endpointer: with a 300 ms hangover the commit
+/// falls inside the labelled pause (scenarios/pauses.toml, annotated by a rule that shares no
+/// code with the endpointer), and the record says so; with 900 ms it comes after the end.
+#[test]
+fn a_replayed_commit_is_judged_against_the_labelled_pauses() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let scenario = Scenario::load(&dir.join("pauses.toml")).expect("scenario");
+    let spec = scenario
+        .turns
+        .iter()
+        .find(|t| t.id == "pause-450ms")
+        .unwrap();
+    let turn = LoadedTurn::load(&scenario, spec).expect("clip");
+    let rt = rt();
+    let verdict = |hangover_ms: u32| {
+        let mut cfg = PipelineConfig {
+            fast: true,
+            ..PipelineConfig::default()
+        };
+        cfg.endpointer.hangover_ms = hangover_ms;
+        let p = Fakes::new().pipeline(cfg);
+        let rec = rt.block_on(p.replay_turn(&turn, &mut Vec::new(), 0, false, None));
+        rec.cutoff.expect("an annotated turn is judged")
+    };
+    assert_eq!(
+        verdict(300),
+        voxlat_core::cutoff::Verdict::InPause { pause: 0 }
+    );
+    match verdict(900) {
+        voxlat_core::cutoff::Verdict::AfterEnd { latency_ms } => {
+            assert!((900.0..1300.0).contains(&latency_ms), "{latency_ms}")
+        }
+        other => panic!("{other:?}"),
+    }
 }

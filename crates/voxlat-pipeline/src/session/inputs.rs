@@ -14,6 +14,9 @@ pub enum SourceEvent {
     /// When the annotated last speech sample entered the pipeline (replay's ground truth, on
     /// the source clock). It applies to the next endpoint.
     Truth(Nanos),
+    /// The scenario's truth judged the endpoint that follows (replay): where in the audio it
+    /// committed, against the true end and the labelled pauses.
+    Judged(voxlat_core::cutoff::Verdict),
     /// The user spoke over a reply, from `onset`.
     BargeIn { onset: Nanos },
     /// The source has no more audio.

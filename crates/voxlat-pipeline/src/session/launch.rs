@@ -123,6 +123,7 @@ impl<'p> Session<'p> {
             cancel,
             uncommitted: None,
             spent: None,
+            resumed_after_ms: None,
         });
     }
 

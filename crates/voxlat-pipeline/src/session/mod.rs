@@ -53,7 +53,13 @@ struct InFlight<'p> {
     uncommitted: Option<(oneshot::Sender<Commit>, watch::Sender<Option<Nanos>>)>,
     /// A speculative reply's compute, reported by its stages until they are done with it.
     spent: Option<Spent>,
+    /// The user spoke again this soon after this turn's commit, ms.
+    resumed_after_ms: Option<f64>,
 }
+
+/// Speech this soon after a commit counts as the user resuming the same turn (the commit
+/// came too early): LiveKit's `false_interruption_timeout`, 2 s.
+pub const RESUMED_WITHIN_MS: f64 = 2000.0;
 
 /// What the endpoint tells a turn: everything about the user's utterance.
 struct Commit {
@@ -61,6 +67,7 @@ struct Commit {
     speech_end: Nanos,
     received: Nanos,
     vad_error_ms: Option<f64>,
+    cutoff: Option<voxlat_core::cutoff::Verdict>,
     speculative: bool,
     retractions: u32,
     busy: Vec<BusySpan>,
@@ -74,6 +81,7 @@ impl Commit {
         rec.speculative_asr = self.speculative;
         rec.retractions = self.retractions;
         rec.vad_speech_end_error_ms = self.vad_error_ms;
+        rec.cutoff = self.cutoff;
         rec.busy.extend(self.busy);
     }
 }
@@ -95,6 +103,7 @@ struct Endpointed {
 struct Listening {
     speculative: Option<(oneshot::Receiver<AsrResult>, Spent)>,
     truth: Option<Nanos>,
+    cutoff: Option<voxlat_core::cutoff::Verdict>,
     retractions: u32,
     /// (speech start on the source clock, when the session heard of it).
     vad_busy: Vec<(Nanos, Nanos)>,
@@ -111,6 +120,8 @@ pub struct Session<'p> {
     listening: Listening,
     turn: Option<InFlight<'p>>,
     waiting: Option<Endpointed>,
+    /// When the last endpoint committed (source clock).
+    last_commit: Option<Nanos>,
     started: u32,
     /// A finished turn's record not handed out yet (it waits for `waste` to settle).
     ready: Option<TurnRecord>,
@@ -141,6 +152,7 @@ impl<'p> Session<'p> {
             listening: Listening::default(),
             turn: None,
             waiting: None,
+            last_commit: None,
             started: 0,
             ready: None,
             waste: Waste::default(),
@@ -211,9 +223,11 @@ impl<'p> Session<'p> {
                     });
                 }
                 r = async { self.turn.as_mut().map(|t| t.fut.as_mut()).expect("guarded").await }, if self.turn.is_some() => {
-                    let (rec, history) = r;
+                    let (mut rec, history) = r;
                     self.history = history;
-                    let spent = self.turn.take().and_then(|t| t.spent);
+                    let done = self.turn.take();
+                    rec.resumed_after_ms = done.as_ref().and_then(|t| t.resumed_after_ms);
+                    let spent = done.and_then(|t| t.spent);
                     self.last_activity = Instant::now();
                     if rec.speculative_reply.as_ref().is_some_and(|s| !s.committed) {
                         self.waste.miss(spent);
@@ -234,6 +248,7 @@ impl<'p> Session<'p> {
                     }
                     Some(SourceEvent::Failed(e)) => return Err(e.into()),
                     Some(SourceEvent::Truth(t)) => self.listening.truth = Some(t),
+                    Some(SourceEvent::Judged(v)) => self.listening.cutoff = Some(v),
                     Some(SourceEvent::BargeIn { onset }) => self.cancel_turn(onset),
                     Some(SourceEvent::Vad { ev, received }) => self.on_vad(ev, received),
                 },
@@ -246,6 +261,15 @@ impl<'p> Session<'p> {
             VadEvent::SpeechStart { at } => {
                 self.last_activity = Instant::now();
                 self.listening.vad_busy.push((at, received));
+                let since_commit = self
+                    .last_commit
+                    .map(|c| clock::ns_to_ms(at.signed_since(c)))
+                    .filter(|ms| (0.0..=RESUMED_WITHIN_MS).contains(ms));
+                // A held reply not committed yet belongs to this utterance, not the last commit.
+                let committed = self.turn.as_mut().filter(|t| t.uncommitted.is_none());
+                if let (Some(ms), Some(t)) = (since_commit, committed) {
+                    t.resumed_after_ms.get_or_insert(ms);
+                }
                 // Speaking again before the reply is heard: the user was not done, so the
                 // turn in flight gives way.
                 self.cancel_turn(at);
@@ -280,6 +304,7 @@ impl<'p> Session<'p> {
                 ..
             } => {
                 self.last_activity = Instant::now();
+                self.last_commit = Some(at);
                 let heard = std::mem::take(&mut self.listening);
                 // Source times → process clock: identity when paced; anchored at the
                 // decision when in audio time.
@@ -325,6 +350,7 @@ impl<'p> Session<'p> {
                     vad_error_ms: heard
                         .truth
                         .map(|t| clock::ns_to_ms(speech_end.signed_since(t))),
+                    cutoff: heard.cutoff,
                     speculative,
                     retractions: heard.retractions,
                     busy,
