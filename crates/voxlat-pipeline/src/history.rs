@@ -21,6 +21,16 @@ pub fn remember(history: &mut Vec<Message>, user: String, assistant: String, cap
     }
 }
 
+/// The user's words of a turn that continues `earlier` (an early commit's words, which the
+/// user went on from before hearing a reply): one message, earlier words first.
+pub fn continued(earlier: Option<&str>, now: &str) -> String {
+    match earlier.map(str::trim).filter(|e| !e.is_empty()) {
+        Some(e) if !now.trim().is_empty() => format!("{e} {}", now.trim()),
+        Some(e) => e.to_string(),
+        None => now.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

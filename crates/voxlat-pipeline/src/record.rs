@@ -149,6 +149,10 @@ pub struct TurnRecord {
     /// [`crate::session::RESUMED_WITHIN_MS`]), a sign the commit came too early.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumed_after_ms: Option<f64>,
+    /// Live: the words of an earlier commit that this turn continues (the user went on before
+    /// its reply was heard); the LLM was asked with them and `transcript` as one message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_words: Option<String>,
     pub reply_text: String,
     pub reply_audio_s: f64,
     pub missing_keywords: Vec<String>,
@@ -231,6 +235,7 @@ impl TurnRecord {
             vad_speech_end_error_ms: None,
             cutoff: None,
             resumed_after_ms: None,
+            merged_words: None,
             reply_text: String::new(),
             reply_audio_s: 0.0,
             missing_keywords: Vec::new(),

@@ -57,6 +57,9 @@ pub(crate) struct TurnCtx<'a> {
     /// A speculative reply's: the LLM request and TTS report their time to it, which is the
     /// waste if the reply is discarded.
     pub meter: Option<Meter>,
+    /// Words of an earlier commit whose reply the user never heard because they went on:
+    /// this turn's transcript continues them, and the LLM is asked with both.
+    pub carried: Option<String>,
 }
 
 /// When a held reply may play: `Some(endpoint)` once the turn is committed.
@@ -122,11 +125,18 @@ impl Pipeline {
             progress,
             hold,
             meter,
+            carried,
         } = cx;
+        rec.merged_words = carried.clone();
+        let mut asr = asr;
         let asr = tokio::select! {
-            r = asr => r.map_err(|_| TurnError::AsrWorkerGone)?,
+            r = &mut asr => r.map_err(|_| TurnError::AsrWorkerGone)?,
             onset = cancelled(cancel.clone()) => {
                 interrupt(rec, "asr", onset);
+                // The decode finishes anyway: its words are what the next turn continues.
+                if let Ok(Ok(t)) = asr.await.map(|r| r.transcript) {
+                    rec.transcript = t.text;
+                }
                 return Ok(());
             }
         };
@@ -148,13 +158,16 @@ impl Pipeline {
             .map(|_| transcript.fallback_compute().as_secs_f64() * 1e3);
         rec.transcript = transcript.text.clone();
         rec.asr_rejected = transcript.rejected.clone();
-        if transcript.text.trim().is_empty() {
+        // What the user said in this turn, earlier words first: a cough after an early
+        // commit leaves the earlier words to answer.
+        let user_text = crate::history::continued(carried.as_deref(), &transcript.text);
+        if user_text.trim().is_empty() {
             rec.outcome = TurnOutcome::NoSpeech;
             return Ok(());
         }
-        progress(Progress::Transcript(&transcript.text));
+        progress(Progress::Transcript(&user_text));
 
-        let req = self.request(system_prompt, history, &transcript.text);
+        let req = self.request(system_prompt, history, &user_text);
         let (audio_tx, audio_rx) = mpsc::unbounded_channel::<ChunkAudio>();
         let rate = self.tts.sample_rate;
         let play = output.play(tl.clone(), audio_rx, rate, cancel.clone());
@@ -175,7 +188,7 @@ impl Pipeline {
             first_chunk_max_chars: self.cfg.first_chunk_max_chars,
             ..ChunkerConfig::default()
         })
-        .with_language_of(&format!("{system_prompt} {}", transcript.text));
+        .with_language_of(&format!("{system_prompt} {user_text}"));
         let tts = &self.tts;
         let mut spoken: Vec<String> = Vec::new();
         let mut hand_over = |chunk: String| {
@@ -299,7 +312,7 @@ impl Pipeline {
         let spoken = spoken.join(" ");
         rec.quality = Some(crate::quality::check(
             &spoken,
-            &transcript.text,
+            &user_text,
             system_prompt,
             expect_keywords,
             &crate::quality::Bounds::default(),
@@ -308,14 +321,14 @@ impl Pipeline {
         // spoken verdict alone would flatter the model.
         rec.quality_before_filter = Some(crate::quality::check(
             &crate::quality::before_filter(&spoken, rec.dropped_tail.as_deref()),
-            &transcript.text,
+            &user_text,
             system_prompt,
             expect_keywords,
             &crate::quality::Bounds::default(),
         ));
         // What the user heard, without a withheld stray token: the model should not see its
         // own noise as part of the conversation.
-        crate::history::remember(history, transcript.text, spoken, self.cfg.history_cap);
+        crate::history::remember(history, user_text, spoken, self.cfg.history_cap);
         rec.outcome = TurnOutcome::Ok;
         Ok(())
     }

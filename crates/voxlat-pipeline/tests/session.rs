@@ -890,3 +890,103 @@ fn a_replayed_commit_is_judged_against_the_labelled_pauses() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Every record of a live session on `f`'s pipeline while `user` plays the source (it ends
+/// the session by returning, which drops the sender).
+fn live_turns<U, Fut>(f: &Fakes, user: U) -> Vec<TurnRecord>
+where
+    U: FnOnce(mpsc::Sender<SourceEvent>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let p = f.pipeline(PipelineConfig::default());
+    let (tx, rx) = mpsc::channel(16);
+    rt().block_on(async {
+        let mut s = Session::new(
+            &p,
+            &VirtualSink,
+            rx,
+            SessionOptions::default(),
+            TurnMeta::live,
+        );
+        let user = tokio::spawn(user(tx));
+        let mut out = Vec::new();
+        while let Some(rec) = s.next_turn().await.expect("no session error") {
+            out.push(rec);
+        }
+        user.await.expect("the scripted user");
+        out
+    })
+}
+
+/// The user says "What's the weather", pauses long enough to be committed, and goes on
+/// "in Paris?" `resume_ms` after the commit, while the turn is in ASR (`asr_ms` long) or the
+/// reply is still being generated: the first turn gives way, and the LLM is asked once more
+/// with the whole text, which the history keeps as one user message.
+fn merged_continuation(asr_ms: u32, resume_ms: u32) {
+    let mut f = Fakes::new();
+    f.asr = FakeAsr::new(&["What's the weather", "in Paris?"], asr_ms * MS);
+    f.llm.ttft = 800 * MS;
+    let requests = f.llm.requests.clone();
+    let recs = live_turns(&f, move |tx| async move {
+        tx.send(endpoint(false)).await.unwrap();
+        tokio::time::sleep(resume_ms * MS).await;
+        tx.send(vad(VadEvent::SpeechStart { at: clock::now() }))
+            .await
+            .unwrap();
+        tokio::time::sleep(100 * MS).await;
+        tx.send(endpoint(false)).await.unwrap();
+        tokio::time::sleep(3_000 * MS).await;
+    });
+    assert_eq!(recs.len(), 2, "{recs:#?}");
+    assert_eq!(recs[0].outcome, TurnOutcome::Interrupted);
+    assert_eq!(recs[0].transcript, "What's the weather");
+    assert_eq!(recs[1].outcome, TurnOutcome::Ok, "{:?}", recs[1].error);
+    assert_eq!(recs[1].merged_words.as_deref(), Some("What's the weather"));
+    assert_eq!(recs[1].transcript, "in Paris?");
+    let asked: Vec<String> = requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.messages.last().unwrap().content.clone())
+        .collect();
+    assert_eq!(
+        asked.last().map(String::as_str),
+        Some("What's the weather in Paris?"),
+        "asked once more with the whole text: {asked:?}"
+    );
+}
+
+#[test]
+fn a_continuation_during_the_llm_is_one_merged_user_message() {
+    merged_continuation(20, 200);
+}
+
+#[test]
+fn a_continuation_during_asr_keeps_the_first_words_too() {
+    merged_continuation(400, 50);
+}
+
+/// A cough after an early commit (the second utterance has no words): the earlier words are
+/// answered, not lost, and nothing is asked twice in one message.
+#[test]
+fn a_cough_after_an_early_commit_keeps_the_words() {
+    let mut f = Fakes::new();
+    f.asr = FakeAsr::new(&["Set a timer", ""], 20 * MS);
+    f.llm.ttft = 800 * MS;
+    let requests = f.llm.requests.clone();
+    let recs = live_turns(&f, |tx| async move {
+        tx.send(endpoint(false)).await.unwrap();
+        tokio::time::sleep(200 * MS).await;
+        tx.send(vad(VadEvent::SpeechStart { at: clock::now() }))
+            .await
+            .unwrap();
+        tokio::time::sleep(100 * MS).await;
+        tx.send(endpoint(false)).await.unwrap();
+        tokio::time::sleep(3_000 * MS).await;
+    });
+    assert_eq!(recs.len(), 2, "{recs:#?}");
+    assert_eq!(recs[1].outcome, TurnOutcome::Ok, "{:?}", recs[1].error);
+    assert_eq!(recs[1].merged_words.as_deref(), Some("Set a timer"));
+    let last = requests.lock().unwrap().last().unwrap().clone();
+    assert_eq!(last.messages.last().unwrap().content, "Set a timer");
+}

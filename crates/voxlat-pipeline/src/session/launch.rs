@@ -53,6 +53,8 @@ impl<'p> Session<'p> {
         let pipeline = self.pipeline;
         let output = self.output;
         let mut history = std::mem::take(&mut self.history);
+        // Cloned, not taken: a held reply that is dropped must not take the words with it.
+        let carried = self.carried.clone();
         let (cancel, cancel_rx) = watch::channel(None);
         if matches!(facts, Facts::Known(_)) {
             progress(Progress::Started(self.started));
@@ -85,6 +87,7 @@ impl<'p> Session<'p> {
                 progress: &*progress,
                 hold,
                 meter,
+                carried,
             };
             if let Err(err) = pipeline.respond(asr, endpoint, cx).await {
                 fail(&mut rec, &err);

@@ -57,6 +57,15 @@ struct InFlight<'p> {
     resumed_after_ms: Option<f64>,
 }
 
+/// The words a finished turn leaves for the next: all it was asked with when the user cut it
+/// short before any of its reply was audible; none otherwise.
+fn carried_words(rec: &TurnRecord) -> Option<String> {
+    let unheard = rec.outcome == crate::record::TurnOutcome::Interrupted
+        && !rec.events.contains_key(&EventKind::PlayoutStart);
+    let words = crate::history::continued(rec.merged_words.as_deref(), &rec.transcript);
+    (unheard && !words.trim().is_empty()).then_some(words)
+}
+
 /// Speech this soon after a commit counts as the user resuming the same turn (the commit
 /// came too early): LiveKit's `false_interruption_timeout`, 2 s.
 pub const RESUMED_WITHIN_MS: f64 = 2000.0;
@@ -122,6 +131,9 @@ pub struct Session<'p> {
     waiting: Option<Endpointed>,
     /// When the last endpoint committed (source clock).
     last_commit: Option<Nanos>,
+    /// The words of a committed turn the user went on from before its reply was audible:
+    /// the next turn continues them (one user message, never two, never lost).
+    carried: Option<String>,
     started: u32,
     /// A finished turn's record not handed out yet (it waits for `waste` to settle).
     ready: Option<TurnRecord>,
@@ -153,6 +165,7 @@ impl<'p> Session<'p> {
             turn: None,
             waiting: None,
             last_commit: None,
+            carried: None,
             started: 0,
             ready: None,
             waste: Waste::default(),
@@ -233,6 +246,7 @@ impl<'p> Session<'p> {
                         self.waste.miss(spent);
                         continue;
                     }
+                    self.carried = carried_words(&rec);
                     // Every stage is idle until the next endpoint: the moment to give back
                     // what this turn freed (voxlat_core::memory says why).
                     let took = voxlat_core::memory::release_free_memory();
