@@ -87,6 +87,7 @@ pub fn render(r: &ReplayResults) -> String {
         },
         if a.sums_exact { "yes" } else { "<b>NO</b>" }
     );
+    pace(&mut h, a);
     // Legend.
     h.push_str("<p class=\"legend\">");
     for (i, s) in VOICE_TO_VOICE.steps.iter().enumerate() {
@@ -300,12 +301,32 @@ fn waterfall(h: &mut String, r: &ReplayResults) {
     let _ = write!(h, "<text x=\"{left}\" y=\"{}\">speech end</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">+{span:.0} ms</text></svg>", rows.len() as f64 * row + 36.0, left + w, rows.len() as f64 * row + 36.0);
 }
 
+/// TPOT, ITL, TTS real-time factor and the playback margin (voxlat_pipeline::pace).
+fn pace(h: &mut String, a: &voxlat_pipeline::Aggregate) {
+    let Some(p) = &a.pace else { return };
+    h.push_str("<h2>Reply pace</h2><table><tr><th></th><th>n</th><th>min</th><th>P50</th><th>P95</th><th>max</th></tr>");
+    for (name, s) in [
+        ("TPOT (ms)", &p.tpot_ms),
+        ("ITL (ms)", &p.itl_ms),
+        ("TTS real-time factor", &p.tts_rtf),
+        (
+            "playback margin (ms; below 0 stutters)",
+            &p.playback_margin_ms,
+        ),
+    ] {
+        if let Some(s) = s {
+            let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td></tr>", esc(name), s.n, s.min, s.p50, s.p95, s.max);
+        }
+    }
+    h.push_str("</table>");
+}
+
 fn turn_table(h: &mut String, r: &ReplayResults) {
-    h.push_str("<h2>Turns</h2><table><tr><th>turn</th><th>outcome</th><th>transcript</th><th>WER</th><th>reply</th><th>total ms</th></tr>");
+    h.push_str("<h2>Turns</h2><table><tr><th>turn</th><th>outcome</th><th>transcript</th><th>WER</th><th>reply</th><th>total ms</th><th>TPOT ms</th><th>ITL P95 ms</th><th>TTS RTF</th><th>margin ms</th></tr>");
     for t in &r.turns {
         let _ = write!(
             h,
-            "<tr><td>{}{} #{}</td><td>{:?}</td><td style=\"text-align:left\">{}</td><td>{}</td><td style=\"text-align:left\">{}</td><td>{}</td></tr>",
+            "<tr><td>{}{} #{}</td><td>{:?}</td><td style=\"text-align:left\">{}</td><td>{}</td><td style=\"text-align:left\">{}</td><td>{}</td>{}</tr>",
             if t.warmup { "(warm-up) " } else { "" },
             esc(&t.turn),
             t.repeat,
@@ -313,10 +334,30 @@ fn turn_table(h: &mut String, r: &ReplayResults) {
             esc(&t.transcript),
             t.wer.map(|w| format!("{:.0}%", w * 100.0)).unwrap_or_default(),
             esc(&t.error.clone().unwrap_or_else(|| t.reply_text.clone())),
-            t.breakdown.as_ref().map(|b| format!("{:.0}", ms(b.total_ns))).unwrap_or_default()
+            t.breakdown.as_ref().map(|b| format!("{:.0}", ms(b.total_ns))).unwrap_or_default(),
+            pace_cells(t.pace.as_ref())
         );
     }
     h.push_str("</table>");
+}
+
+fn pace_cells(p: Option<&voxlat_pipeline::pace::ReplyPace>) -> String {
+    let cell = |v: Option<f64>, digits: usize| {
+        format!(
+            "<td>{}</td>",
+            v.map(|v| format!("{v:.digits$}")).unwrap_or_default()
+        )
+    };
+    match p {
+        Some(p) => [
+            cell(p.tpot_ms, 0),
+            cell(p.itl_p95_ms(), 0),
+            cell(p.tts_rtf, 2),
+            cell(p.playback_margin_ms, 0),
+        ]
+        .concat(),
+        None => "<td></td>".repeat(4),
+    }
 }
 
 #[cfg(test)]

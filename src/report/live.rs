@@ -54,8 +54,22 @@ pub fn turn_line(rec: &TurnRecord) -> String {
             )
         })
         .collect();
+    let pace = rec
+        .pace
+        .as_ref()
+        .map(|p| {
+            let ms = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.0} ms"));
+            format!(
+                "  |  tpot {} · itl p95 {} · tts rtf {} · margin {}",
+                ms(p.tpot_ms),
+                ms(p.itl_p95_ms()),
+                p.tts_rtf.map_or_else(|| "-".into(), |r| format!("{r:.2}")),
+                ms(p.playback_margin_ms)
+            )
+        })
+        .unwrap_or_default();
     format!(
-        "  |  {} = {:.0} ms{}",
+        "  |  {} = {:.0} ms{pace}{}",
         parts.join(" · "),
         voxlat_core::clock::ns_to_ms(b.total_ns),
         match (rec.underruns, rec.device_xruns) {

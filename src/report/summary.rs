@@ -20,6 +20,10 @@ pub fn print_report(r: &ReplayResults) {
         "playout",
         "device",
         "total",
+        "tpot",
+        "itl p95",
+        "tts rtf",
+        "margin",
     ]);
     for rec in r.turns.iter().filter(|t| !t.warmup) {
         let mut row = vec![
@@ -53,6 +57,12 @@ pub fn print_report(r: &ReplayResults) {
                 row.push(format!("{:?}", rec.outcome).to_lowercase());
             }
         }
+        let pace = rec.pace.clone().unwrap_or_default();
+        let opt = |v: Option<f64>, f: fn(f64) -> String| v.map(f).unwrap_or_else(|| "-".into());
+        row.push(opt(pace.tpot_ms, fmt_num));
+        row.push(opt(pace.itl_p95_ms(), fmt_num));
+        row.push(opt(pace.tts_rtf, |r| format!("{r:.2}")));
+        row.push(opt(pace.playback_margin_ms, fmt_num));
         t.row(row);
     }
     print!("\nPer turn (ms):\n{}", t.render());
@@ -91,6 +101,24 @@ pub fn print_report(r: &ReplayResults) {
         println!(
             "Endpointer speech end vs the annotation ({} turns): |error| P50 {:.0} ms, P95 {:.0} ms, worst {:.0} ms.",
             e.n, e.p50, e.p95, e.max
+        );
+    }
+    if let Some(p) = &a.pace {
+        let p50 = |s: &Option<voxlat_core::stats::Summary>, unit: &str| {
+            s.as_ref().map_or_else(
+                || "-".into(),
+                |s| format!("P50 {:.2}{unit}, P95 {:.2}{unit}", s.p50, s.p95),
+            )
+        };
+        println!(
+            "Reply pace: TPOT {}; ITL {}; TTS real-time factor {}; playback margin {} (the least is {}: how far ahead of the listener generation and synthesis stayed; below 0 the reply stutters).",
+            p50(&p.tpot_ms, " ms"),
+            p50(&p.itl_ms, " ms"),
+            p50(&p.tts_rtf, ""),
+            p50(&p.playback_margin_ms, " ms"),
+            p.playback_margin_ms
+                .as_ref()
+                .map_or_else(|| "-".into(), |s| format!("{:.0} ms", s.min))
         );
     }
     if let Some(c) = &a.cutoffs {

@@ -47,6 +47,9 @@ pub struct Aggregate {
     /// (`TurnRecord::cutoff`); absent when no turn was judged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cutoffs: Option<CutoffCount>,
+    /// The replies' pace ([`crate::pace`]) over the turns that ran to their end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pace: Option<PaceSummary>,
     /// Live: turns after whose commit the user spoke again within 2 s.
     #[serde(default)]
     pub resumed: usize,
@@ -56,6 +59,37 @@ pub struct Aggregate {
     /// Reply-quality pass counts over the spoken replies (absent in older results).
     #[serde(default)]
     pub quality: QualityCounts,
+}
+
+/// TPOT, ITL, TTS real-time factor and playback margin over a run's replies.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PaceSummary {
+    pub tpot_ms: Option<Summary>,
+    /// Every reply's inter-token gaps pooled, ms.
+    pub itl_ms: Option<Summary>,
+    pub tts_rtf: Option<Summary>,
+    /// Per reply; its minimum is the closest any reply came to a stutter.
+    pub playback_margin_ms: Option<Summary>,
+}
+
+impl PaceSummary {
+    fn of<'a>(turns: impl Iterator<Item = &'a TurnRecord>) -> Option<PaceSummary> {
+        let paces: Vec<&crate::pace::ReplyPace> = turns.filter_map(|t| t.pace.as_ref()).collect();
+        let pick = |f: fn(&crate::pace::ReplyPace) -> Option<f64>| {
+            let v: Vec<f64> = paces.iter().filter_map(|p| f(p)).collect();
+            Summary::from_samples(&v, 0)
+        };
+        let itl: Vec<f64> = paces
+            .iter()
+            .flat_map(|p| p.itl_ms.iter().copied())
+            .collect();
+        (!paces.is_empty()).then(|| PaceSummary {
+            tpot_ms: pick(|p| p.tpot_ms),
+            itl_ms: Summary::from_samples(&itl, 0),
+            tts_rtf: pick(|p| p.tts_rtf),
+            playback_margin_ms: pick(|p| p.playback_margin_ms),
+        })
+    }
 }
 
 /// Cut-off turns among those judged.
@@ -164,6 +198,12 @@ impl Aggregate {
             ),
             speech_end_error: Summary::from_samples(&end_errors, 0),
             cutoffs: CutoffCount::of(measured.iter().copied()),
+            pace: PaceSummary::of(
+                measured
+                    .iter()
+                    .copied()
+                    .filter(|t| t.outcome != TurnOutcome::Interrupted),
+            ),
             resumed: measured
                 .iter()
                 .filter(|t| t.resumed_after_ms.is_some())

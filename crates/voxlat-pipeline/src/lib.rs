@@ -19,6 +19,7 @@ pub mod levels;
 pub mod live;
 pub mod meter;
 pub mod output;
+pub mod pace;
 pub mod quality;
 pub mod record;
 pub mod remote_summary;

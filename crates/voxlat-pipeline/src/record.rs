@@ -176,6 +176,10 @@ pub struct TurnRecord {
     #[serde(default)]
     pub device_xruns: u64,
     pub llm: Option<StreamOutcome>,
+    /// TPOT, inter-token gaps, Piper's real-time factor and the playback margin
+    /// ([`crate::pace`]); none without an LLM stream, or in results from before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pace: Option<crate::pace::ReplyPace>,
     pub busy: Vec<BusySpan>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<Interruption>,
@@ -247,6 +251,7 @@ impl TurnRecord {
             underrun_ms: 0.0,
             device_xruns: 0,
             llm: None,
+            pace: None,
             busy: Vec::new(),
             interrupted: None,
             speculative_reply: None,
@@ -300,6 +305,7 @@ impl TurnRecord {
 
     /// The telescoping breakdown, when every boundary event is present.
     pub fn compute_breakdown(&mut self) {
+        self.pace = crate::pace::ReplyPace::of(self);
         self.breakdown = VOICE_TO_VOICE.compute(&self.snapshot()).ok();
         self.overhead_ms = self.breakdown.as_ref().and_then(|_| {
             let from = *self.events.get(&EventKind::SpeechEnd)?;

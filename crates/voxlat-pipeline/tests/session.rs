@@ -990,3 +990,22 @@ fn a_cough_after_an_early_commit_keeps_the_words() {
     let last = requests.lock().unwrap().last().unwrap().clone();
     assert_eq!(last.messages.last().unwrap().content, "Set a timer");
 }
+
+/// TPOT and ITL against the scripted LLM's known token gaps (40 ms; a sleep never ends
+/// early, so neither can be below it), and a TTS real-time factor and playback margin for
+/// the reply that played.
+#[test]
+fn a_turns_pace_follows_the_scripted_token_gaps() {
+    let mut f = Fakes::new();
+    f.llm.itl = 40 * MS;
+    let rec = first_live_turn(&f, |tx| async move {
+        tx.send(endpoint(false)).await.unwrap();
+    });
+    assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
+    let pace = rec.pace.as_ref().expect("a reply's pace");
+    let tpot = pace.tpot_ms.unwrap();
+    assert!((40.0..120.0).contains(&tpot), "TPOT {tpot}");
+    assert_eq!(pace.itl_ms.len(), 4, "five tokens, four gaps");
+    assert!(pace.itl_ms.iter().all(|&g| g >= 39.0), "{:?}", pace.itl_ms);
+    assert!(pace.tts_rtf.is_some_and(|r| r > 0.0), "{pace:?}");
+}
