@@ -24,6 +24,12 @@ The two energy rules are alike in kind (both high-pass, both use 5 ms frames and
 reference independent is that each value is then checked by eye on a spectrogram (`sox FILE -n spectrogram -o FILE.png`),
 and scenarios/README.md records the check per clip. Usage: annotate-reference.py WAV...
 Prints `file start_ms end_ms` per file.
+
+With `--pauses` (annotate-reference.py --pauses WAV...) it also prints the pauses inside the
+speech, for `pauses_ms`: every run of non-speech frames of at least 100 ms (GAP_MS) between the
+first and the last speech frame, with the same frames, thresholds and click rule (a dropped
+click counts as non-speech). The line becomes `file start_ms end_ms [[a, b], [c, d]]`, `[]`
+when there is none. scenarios/turns/ was annotated this way (scripts/make-turn-corpus.sh).
 """
 
 import math
@@ -66,6 +72,14 @@ def high_pass(x, rate, cutoff):
 
 
 def bounds(path):
+    """(start_ms, end_ms) of the speech, or None when the file holds none."""
+    a = analyse(path)
+    return a and a[:2]
+
+
+def analyse(path):
+    """(start_ms, end_ms, pauses) of the speech, or None; pauses is a list of [start, end] ms,
+    each a run of non-speech of at least GAP_MS between two kept runs of speech."""
     x, rate = read_mono(path)
     y = high_pass(x, rate, HIGH_PASS_HZ)
     n = max(1, rate * FRAME_MS // 1000)
@@ -101,15 +115,28 @@ def bounds(path):
     if not kept:
         return None
     ms = lambda frames: frames * n * 1000 // rate
-    return ms(kept[0][0]), min(ms(kept[-1][1]), len(x) * 1000 // rate)
+    pauses = [
+        [ms(kept[k - 1][1]), ms(kept[k][0])]
+        for k in range(1, len(kept))
+        if (kept[k][0] - kept[k - 1][1]) * FRAME_MS >= GAP_MS
+    ]
+    return ms(kept[0][0]), min(ms(kept[-1][1]), len(x) * 1000 // rate), pauses
 
 
 def main():
-    if len(sys.argv) < 2:
+    args = sys.argv[1:]
+    with_pauses = "--pauses" in args
+    paths = [a for a in args if a != "--pauses"]
+    if not paths:
         raise SystemExit(__doc__)
-    for path in sys.argv[1:]:
-        b = bounds(path)
-        print(path, *(b if b else ("-", "-")))
+    for path in paths:
+        a = analyse(path)
+        if not a:
+            print(path, "-", "-", *(["[]"] if with_pauses else []))
+        elif with_pauses:
+            print(path, a[0], a[1], "[" + ", ".join(f"[{p}, {q}]" for p, q in a[2]) + "]")
+        else:
+            print(path, a[0], a[1])
 
 
 if __name__ == "__main__":
