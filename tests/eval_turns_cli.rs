@@ -119,3 +119,26 @@ fn bad_settings_and_turns_without_truth_name_the_problem() {
     let (ok, out, _) = run(&[dir.path().join("missing").to_str().unwrap()]);
     assert!(!ok, "{out}");
 }
+
+/// The bundled corpus loads whole with the Rust loader (its truth was written by a Python
+/// rule), and its truth agrees with the endpointer where it must on every CPU (webrtc-vad is
+/// integer code): a hangover longer than any labelled pause cuts no turn off, so no true end
+/// lies before speech the endpointer hears, and a 200 ms one cuts most of them.
+#[test]
+fn the_bundled_corpus_loads_whole_and_a_long_hangover_cuts_no_turn_off() {
+    let corpus = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/turns");
+    let (ok, out, doc) = run(&[
+        corpus.to_str().unwrap(),
+        "--policy",
+        "webrtc",
+        "--hangovers",
+        "200,2500",
+    ]);
+    assert!(ok, "{out}");
+    assert_eq!(doc["turns"], 80, "{out}");
+    assert_eq!(doc["pauses"], 157, "{out}");
+    assert!(doc["left_out"].as_array().unwrap().is_empty(), "{out}");
+    let points = doc["policies"][0]["points"].as_array().unwrap();
+    assert_eq!(points[1]["cutoff"], 0.0, "{out}");
+    assert!(points[0]["cutoff"].as_f64().unwrap() > 0.5, "{out}");
+}

@@ -24,10 +24,13 @@ pub struct EvalTurnsArgs {
     /// [default: scenarios/turns/]
     #[arg(value_name = "SCENARIO")]
     pub scenarios: Vec<PathBuf>,
-    /// Policies to run: webrtc (the plain silence hangover, swept) and smart-turn (Smart Turn
+    /// Policies to run: webrtc (the plain silence hangover, swept); smart-turn (Smart Turn
     /// v3.2 as Pipecat runs it: scored when the VAD has heard 200 ms of silence, threshold
-    /// swept, committed anyway after 3 s). [default: all]
-    #[arg(long, value_delimiter = ',', value_name = "NAME,…", value_parser = ["webrtc", "smart-turn"])]
+    /// swept, committed anyway after 3 s); cues (at each 200 ms stop, a wait scaled by the
+    /// Whisper transcript's tail and Smart Turn's vote, never below the speaker's own pauses
+    /// so far; base wait swept), and cues-no-tail, cues-no-smart-turn, cues-no-speaker, each
+    /// without one cue. [default: all]
+    #[arg(long, value_delimiter = ',', value_name = "NAME,…", value_parser = ["webrtc", "smart-turn", "cues", "cues-no-tail", "cues-no-smart-turn", "cues-no-speaker"])]
     pub policy: Vec<String>,
     /// The webrtc hangovers to sweep, ms. [default: 100 to 2500]
     #[arg(long, value_delimiter = ',', value_name = "MS,…")]
@@ -35,6 +38,9 @@ pub struct EvalTurnsArgs {
     /// The smart-turn thresholds to sweep, P(complete). [default: 0.02 to 0.999]
     #[arg(long, value_delimiter = ',', value_name = "P,…")]
     pub thresholds: Vec<f64>,
+    /// The cues rules' base waits to sweep, ms. [default: 100 to 1500]
+    #[arg(long, value_delimiter = ',', value_name = "MS,…")]
+    pub waits: Vec<f64>,
     /// Also write every figure, each policy's curve and every turn's commit per setting as
     /// JSON to this file.
     #[arg(long, value_name = "FILE")]
@@ -60,6 +66,7 @@ fn sweeps(args: &EvalTurnsArgs) -> Vec<PolicySweep> {
             let given = match policy {
                 EvalPolicy::Webrtc => &args.hangovers,
                 EvalPolicy::SmartTurn => &args.thresholds,
+                _ => &args.waits,
             };
             if given.is_empty() {
                 PolicySweep::default_for(policy)
@@ -106,8 +113,8 @@ pub fn run(args: EvalTurnsArgs) -> Result<ExitCode> {
     for s in &sweeps {
         for &v in &s.settings {
             s.policy
-                .endpointer(&base, v)
-                .map_err(|e| anyhow::anyhow!("{e} (--hangovers or --thresholds)"))?;
+                .check(&base, v)
+                .map_err(|e| anyhow::anyhow!("{e} (--hangovers, --thresholds or --waits)"))?;
         }
     }
     for path in args.json.iter().chain(&args.html) {
@@ -121,7 +128,37 @@ pub fn run(args: EvalTurnsArgs) -> Result<ExitCode> {
     } else {
         None
     };
-    let report = turn_eval::evaluate(&turns, &base, &sweeps, model)?;
+    let mut whisper = if sweeps.iter().any(|s| s.policy.needs_asr()) {
+        let store = voxlat_models::Store::open_default(None)?;
+        let path = store
+            .ready_path("whisper-tiny.en", "ggml-tiny.en.bin")
+            .context("the cues rules read a Whisper transcript at each stop; fetch the model with `voxlat models fetch`, or leave those rules out with --policy")?;
+        let threads = voxlat_core::threads::ThreadBudget::detect().asr;
+        Some(
+            voxlat_asr::engine::WhisperEngine::load(&path, threads)
+                .with_context(|| format!("loading {}", path.display()))?,
+        )
+    } else {
+        None
+    };
+    let mut transcribe = |audio: &[f32]| -> Result<String, String> {
+        match whisper.as_mut() {
+            Some(w) => w
+                .transcribe(audio)
+                .map(|t| t.text)
+                .map_err(|e| e.to_string()),
+            None => Ok(String::new()),
+        }
+    };
+    let asr: Option<turn_eval::Transcribe<'_>> = if sweeps.iter().any(|s| s.policy.needs_asr()) {
+        Some(&mut transcribe)
+    } else {
+        None
+    };
+    let report = turn_eval::evaluate(&turns, &base, &sweeps, model, asr)?;
+    for f in &report.asr_failures {
+        eprintln!("warning: a speculative transcription failed: {f} (its tail counts as bare)");
+    }
     for l in &report.left_out {
         eprintln!("note: {l}");
     }
@@ -140,6 +177,7 @@ pub fn run(args: EvalTurnsArgs) -> Result<ExitCode> {
             "left_out": report.left_out,
             "turn_score_ms": report.turn_score_ms,
             "speech_end": report.speech_end,
+            "stops": report.stops,
             "policies": report.policies,
         });
         voxlat_core::fsio::write_atomic(path, serde_json::to_string_pretty(&doc)?.as_bytes())

@@ -3,9 +3,13 @@
 //! (the endpointer's first), judged cut off or not against the turn's labelled pauses
 //! ([`voxlat_core::cutoff`]). Unpaced and deterministic: audio time, no other stage.
 
+pub mod cue_eval;
+pub mod cues;
 pub mod policy;
 pub mod run;
+pub mod stops;
 
+pub use cue_eval::{CueSources, StopRecord, Transcribe};
 pub use policy::EvalPolicy;
 
 use crate::scenario::LoadedTurn;
@@ -77,6 +81,10 @@ pub struct EvalReport {
     /// The endpointer's own speech-end estimate against the truth, with the default settings,
     /// over the turns it did not cut off: live, `endpointing` starts at this estimate.
     pub speech_end: SpeechEndError,
+    /// Every stop the stop-based rules judged, with its cues (empty without such a rule).
+    pub stops: Vec<StopRecord>,
+    /// Stops whose speculative transcription failed, with why.
+    pub asr_failures: Vec<String>,
 }
 
 /// How far the endpointer's speech-end estimate is from the true end.
@@ -120,20 +128,27 @@ fn speech_end_error(
 
 /// The verdict on a commit `commit_ns` after the start of `t`'s audio.
 pub fn verdict(t: &LoadedTurn, commit_ns: u64) -> Verdict {
+    verdict_at_ms(t, commit_ns as f64 / 1e6)
+}
+
+/// The verdict on a commit `commit_ms` after the start of `t`'s audio.
+pub fn verdict_at_ms(t: &LoadedTurn, commit_ms: f64) -> Verdict {
     let rate = f64::from(voxlat_audio::PIPELINE_RATE);
     let end_ms = t.speech_end_sample as f64 * 1000.0 / rate;
     // Checked when the scenario was loaded.
     let pauses = cutoff::pauses(&t.spec.pauses_ms, end_ms).unwrap_or_default();
-    cutoff::judge(commit_ns as f64 / 1e6, end_ms, &pauses)
+    cutoff::judge(commit_ms, end_ms, &pauses)
 }
 
 /// Runs every sweep over the turns that have a true end. `model` is needed by a policy that
-/// scores with Smart Turn; without it such a policy is an error.
+/// scores with Smart Turn, `transcribe` by one that reads the transcript's tail; without
+/// them such a policy is an error.
 pub fn evaluate(
     turns: &[LoadedTurn],
     base: &EndpointerConfig,
     sweeps: &[PolicySweep],
     model: Option<SharedScorer>,
+    transcribe: Option<cue_eval::Transcribe<'_>>,
 ) -> Result<EvalReport, VadError> {
     let (judged, left): (Vec<&LoadedTurn>, Vec<&LoadedTurn>) =
         turns.iter().partition(|t| t.speech_end_annotated);
@@ -146,9 +161,44 @@ pub fn evaluate(
             )
         })
         .collect();
-    let memo = model.map(Memo::shared);
+    let memo = model.clone().map(Memo::shared);
+    let stop_rules: Vec<&PolicySweep> = sweeps
+        .iter()
+        .filter(|s| s.policy.cue_set().is_some())
+        .collect();
+    let gathered = if stop_rules.is_empty() {
+        None
+    } else {
+        if stop_rules.iter().any(|s| s.policy.needs_asr()) && transcribe.is_none() {
+            return Err(VadError::Config(
+                "a rule that reads the transcript's tail needs a transcriber".into(),
+            ));
+        }
+        let sources = CueSources {
+            transcribe,
+            model: model
+                .clone()
+                .filter(|_| stop_rules.iter().any(|s| s.policy.needs_turn_model())),
+        };
+        if stop_rules.iter().any(|s| s.policy.needs_turn_model()) && sources.model.is_none() {
+            return Err(VadError::Config(
+                "a rule that takes Smart Turn's vote needs the turn model".into(),
+            ));
+        }
+        Some(cue_eval::gather(&judged, base, sources)?)
+    };
     let mut policies = Vec::new();
     for sweep in sweeps {
+        if let Some(g) = gathered
+            .as_ref()
+            .filter(|_| sweep.policy.cue_set().is_some())
+        {
+            let mut settings = sweep.settings.clone();
+            settings.sort_by(f64::total_cmp);
+            settings.dedup();
+            policies.push(cue_eval::sweep(sweep.policy, &settings, &judged, g));
+            continue;
+        }
         let mut points = Vec::new();
         let mut per_setting = Vec::new();
         // In order and once each, as the curve lists its points.
@@ -202,12 +252,20 @@ pub fn evaluate(
             turns: per_setting,
         });
     }
-    let turn_score_ms = memo.and_then(|m| {
-        let m = m.lock().unwrap_or_else(|p| p.into_inner());
-        Summary::from_samples(&m.took_ms, 0)
-    });
+    let mut took_ms: Vec<f64> = memo
+        .map(|m| m.lock().unwrap_or_else(|p| p.into_inner()).took_ms.clone())
+        .unwrap_or_default();
+    if let Some(g) = &gathered {
+        took_ms.extend(&g.score_ms);
+    }
+    let turn_score_ms = Summary::from_samples(&took_ms, 0);
     let speech_end = speech_end_error(&judged, base)?;
     Ok(EvalReport {
+        stops: gathered
+            .as_ref()
+            .map(|g| cue_eval::records(&judged, g))
+            .unwrap_or_default(),
+        asr_failures: gathered.map(|g| g.asr_failures).unwrap_or_default(),
         speech_end,
         turns: judged.len(),
         pauses: judged.iter().map(|t| t.spec.pauses_ms.len()).sum(),

@@ -1,5 +1,6 @@
 //! The end-of-turn policies `eval-turns` compares, each with the one knob it sweeps.
 
+use super::cues::CueSet;
 use serde::{Deserialize, Serialize};
 use voxlat_vad::turn::TurnPolicy;
 use voxlat_vad::EndpointerConfig;
@@ -23,16 +24,58 @@ pub enum EvalPolicy {
     /// until the speaker goes on (then scored again at the next stop) or
     /// [`SMART_TURN_FALLBACK_MS`] of silence.
     SmartTurn,
+    /// [`super::cues`]: at each stop, a wait from the speculative transcript's tail, Smart
+    /// Turn's vote and the speaker's own pauses; the knob is the base wait (ms).
+    Cues,
+    /// The same without the transcript's tail, without Smart Turn, or without the speaker's
+    /// pauses: what each cue contributes.
+    CuesNoTail,
+    CuesNoSmartTurn,
+    CuesNoSpeaker,
 }
 
 impl EvalPolicy {
-    pub const ALL: [EvalPolicy; 2] = [EvalPolicy::Webrtc, EvalPolicy::SmartTurn];
+    pub const ALL: [EvalPolicy; 6] = [
+        EvalPolicy::Webrtc,
+        EvalPolicy::SmartTurn,
+        EvalPolicy::Cues,
+        EvalPolicy::CuesNoTail,
+        EvalPolicy::CuesNoSmartTurn,
+        EvalPolicy::CuesNoSpeaker,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             EvalPolicy::Webrtc => "webrtc",
             EvalPolicy::SmartTurn => "smart-turn",
+            EvalPolicy::Cues => "cues",
+            EvalPolicy::CuesNoTail => "cues-no-tail",
+            EvalPolicy::CuesNoSmartTurn => "cues-no-smart-turn",
+            EvalPolicy::CuesNoSpeaker => "cues-no-speaker",
         }
+    }
+
+    /// The cues a stop-based rule listens to; `None` for the endpointer's own rules.
+    pub fn cue_set(self) -> Option<CueSet> {
+        let all = CueSet::ALL;
+        match self {
+            EvalPolicy::Webrtc | EvalPolicy::SmartTurn => None,
+            EvalPolicy::Cues => Some(all),
+            EvalPolicy::CuesNoTail => Some(CueSet { tail: false, ..all }),
+            EvalPolicy::CuesNoSmartTurn => Some(CueSet {
+                smart_turn: false,
+                ..all
+            }),
+            EvalPolicy::CuesNoSpeaker => Some(CueSet {
+                speaker: false,
+                ..all
+            }),
+        }
+    }
+
+    /// Whether the rule needs a speculative transcript at each stop.
+    pub fn needs_asr(self) -> bool {
+        self.cue_set().is_some_and(|c| c.tail)
     }
 
     pub fn from_name(name: &str) -> Option<EvalPolicy> {
@@ -44,11 +87,15 @@ impl EvalPolicy {
         match self {
             EvalPolicy::Webrtc => "hangover_ms",
             EvalPolicy::SmartTurn => "threshold",
+            _ => "base_wait_ms",
         }
     }
 
     pub fn needs_turn_model(self) -> bool {
-        matches!(self, EvalPolicy::SmartTurn)
+        match self.cue_set() {
+            Some(c) => c.smart_turn,
+            None => self == EvalPolicy::SmartTurn,
+        }
     }
 
     /// The default sweep: fine where the trade-off turns (100–800 ms of silence, or the
@@ -62,11 +109,31 @@ impl EvalPolicy {
             EvalPolicy::SmartTurn => vec![
                 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.999,
             ],
+            _ => vec![
+                100.0, 150.0, 200.0, 250.0, 300.0, 350.0, 400.0, 500.0, 600.0, 800.0, 1000.0,
+                1200.0, 1500.0,
+            ],
         }
     }
 
+    /// Whether `setting` is one this policy can run, and if not why.
+    pub fn check(self, base: &EndpointerConfig, setting: f64) -> Result<(), String> {
+        if self.cue_set().is_some() {
+            return if setting.is_finite() && (0.0..=super::cues::MAX_WAIT_MS).contains(&setting) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{} base wait {setting} ms: give ms from 0 to {}",
+                    self.name(),
+                    super::cues::MAX_WAIT_MS
+                ))
+            };
+        }
+        self.endpointer(base, setting).map(|_| ())
+    }
+
     /// The endpointer that runs this policy at `setting`, on top of `base` (its VAD); the
-    /// error says why a setting is out of range.
+    /// error says why a setting is out of range, or that the policy is not the endpointer's.
     pub fn endpointer(
         self,
         base: &EndpointerConfig,
@@ -110,6 +177,12 @@ impl EvalPolicy {
                     ..base.clone()
                 }
             }
+            _ => {
+                return Err(format!(
+                    "{} runs on the stops, not as an endpointer setting",
+                    self.name()
+                ))
+            }
         };
         cfg.validate().map_err(|e| e.to_string())?;
         Ok(cfg)
@@ -119,7 +192,7 @@ impl EvalPolicy {
     pub fn longest_hold_ms(self, setting: f64) -> u32 {
         match self {
             EvalPolicy::Webrtc => setting.round() as u32,
-            EvalPolicy::SmartTurn => SMART_TURN_FALLBACK_MS,
+            _ => SMART_TURN_FALLBACK_MS,
         }
     }
 }
@@ -133,6 +206,10 @@ mod tests {
         let base = EndpointerConfig::default();
         for p in EvalPolicy::ALL {
             for s in p.default_settings() {
+                p.check(&base, s).unwrap();
+                if p.cue_set().is_some() {
+                    continue;
+                }
                 let cfg = p.endpointer(&base, s).unwrap();
                 if p.needs_turn_model() {
                     cfg.turn.validate(cfg.hangover_ms).unwrap();

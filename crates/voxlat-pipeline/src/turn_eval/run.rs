@@ -80,6 +80,27 @@ pub fn endpoints(
     model: Option<(&Arc<Mutex<Memo>>, usize)>,
     trail_ms: u32,
 ) -> Result<Vec<Commit>, VadError> {
+    let mut out = Vec::new();
+    events(turn, cfg, model, trail_ms, |ev, lead_ns| {
+        if let VadEvent::Endpoint { speech_end, at, .. } = ev {
+            out.push(Commit {
+                speech_end_ns: speech_end.0.saturating_sub(lead_ns),
+                at_ns: at.0.saturating_sub(lead_ns),
+            });
+        }
+    })?;
+    Ok(out)
+}
+
+/// Runs the endpointer over `turn`'s audio as [`endpoints`] does and hands every event to
+/// `on`, with the lead (ns) to take off its times.
+pub fn events(
+    turn: &LoadedTurn,
+    cfg: &EndpointerConfig,
+    model: Option<(&Arc<Mutex<Memo>>, usize)>,
+    trail_ms: u32,
+    mut on: impl FnMut(VadEvent, u64),
+) -> Result<(), VadError> {
     let rate = voxlat_audio::PIPELINE_RATE as u64;
     let ns = |sample: usize| sample as u64 * 1_000_000_000 / rate;
     let lead = (rate * LEAD_MS / 1000) as usize;
@@ -95,16 +116,10 @@ pub fn endpoints(
         ep = ep.with_turn_model(memo.clone())?;
     }
     let lead_ns = ns(lead);
-    let mut out = Vec::new();
     for (k, chunk) in x.chunks(320).enumerate() {
         for ev in ep.push(chunk, Nanos(ns(k * 320 + chunk.len() - 1)))? {
-            if let VadEvent::Endpoint { speech_end, at, .. } = ev {
-                out.push(Commit {
-                    speech_end_ns: speech_end.0.saturating_sub(lead_ns),
-                    at_ns: at.0.saturating_sub(lead_ns),
-                });
-            }
+            on(ev, lead_ns);
         }
     }
-    Ok(out)
+    Ok(())
 }
