@@ -121,6 +121,12 @@ pub fn print_report(r: &ReplayResults) {
                 .map_or_else(|| "-".into(), |s| format!("{:.0} ms", s.min))
         );
     }
+    if a.turns > 0 {
+        println!(
+            "First audio ready before the commit: {} of {} turns (a speculative reply that had its first chunk when the endpoint came).",
+            a.ready_at_commit, a.turns
+        );
+    }
     if let Some(c) = &a.cutoffs {
         println!(
             "Cut off (committed inside a labelled pause or before the annotated end, audio time): {} of {} judged turns ({:.1}%); `voxlat eval-turns` gives the trade-off per policy.",

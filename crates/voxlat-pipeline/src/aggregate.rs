@@ -50,6 +50,11 @@ pub struct Aggregate {
     /// The replies' pace ([`crate::pace`]) over the turns that ran to their end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pace: Option<PaceSummary>,
+    /// Turns whose first audio was ready before the endpoint committed them (a speculative
+    /// reply's TTS had its first chunk by then): the commit then waits for nothing but the
+    /// output.
+    #[serde(default)]
+    pub ready_at_commit: usize,
     /// Live: turns after whose commit the user spoke again within 2 s.
     #[serde(default)]
     pub resumed: usize,
@@ -204,6 +209,16 @@ impl Aggregate {
                     .copied()
                     .filter(|t| t.outcome != TurnOutcome::Interrupted),
             ),
+            ready_at_commit: measured
+                .iter()
+                .filter(|t| {
+                    t.speculative_reply.as_ref().is_some_and(|s| {
+                        s.committed
+                            && s.before_commit_ms
+                                .contains_key(&voxlat_core::EventKind::TtsFirstAudio)
+                    })
+                })
+                .count(),
             resumed: measured
                 .iter()
                 .filter(|t| t.resumed_after_ms.is_some())

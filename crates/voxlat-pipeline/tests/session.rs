@@ -585,6 +585,8 @@ fn a_speculative_reply_is_held_until_the_endpoint_and_counted_from_it() {
     // The work really happened before the commit, and says how early.
     let early = spec.before_commit_ms[&EventKind::TtsFirstAudio];
     assert!((150.0..=300.0).contains(&early), "{early}");
+    let agg = voxlat_pipeline::Aggregate::from_turns(std::slice::from_ref(&rec));
+    assert_eq!(agg.ready_at_commit, 1, "counted as ready at the commit");
     let endpoint = rec.events[&EventKind::Endpoint];
     assert!(
         rec.events[&EventKind::PlayoutQueued] >= endpoint,
@@ -1008,4 +1010,45 @@ fn a_turns_pace_follows_the_scripted_token_gaps() {
     assert_eq!(pace.itl_ms.len(), 4, "five tokens, four gaps");
     assert!(pace.itl_ms.iter().all(|&g| g >= 39.0), "{:?}", pace.itl_ms);
     assert!(pace.tts_rtf.is_some_and(|r| r > 0.0), "{pace:?}");
+}
+
+/// Two endpoints reach the session while a turn is still in flight ("Call my" … "sister" …
+/// "at nine", each pause long enough to commit, each part said while the part before was
+/// still being transcribed): none of them is dropped. The first two give way, and the LLM is
+/// asked once, after the last, with all three as one message.
+#[test]
+fn endpoints_queued_behind_a_turn_in_flight_all_reach_the_llm() {
+    let mut f = Fakes::new();
+    f.asr = FakeAsr::new(&["Call my", "sister", "at nine"], 300 * MS);
+    let requests = f.llm.requests.clone();
+    let recs = live_turns(&f, |tx| async move {
+        tx.send(endpoint(false)).await.unwrap();
+        for _ in 0..2 {
+            tokio::time::sleep(100 * MS).await;
+            tx.send(vad(VadEvent::SpeechStart { at: clock::now() }))
+                .await
+                .unwrap();
+            tokio::time::sleep(50 * MS).await;
+            tx.send(endpoint(false)).await.unwrap();
+        }
+        tokio::time::sleep(3_000 * MS).await;
+    });
+    let outcomes: Vec<TurnOutcome> = recs.iter().map(|r| r.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [
+            TurnOutcome::Interrupted,
+            TurnOutcome::Interrupted,
+            TurnOutcome::Ok
+        ],
+        "{recs:#?}"
+    );
+    assert_eq!(recs[2].merged_words.as_deref(), Some("Call my sister"));
+    let asked: Vec<String> = requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.messages.last().unwrap().content.clone())
+        .collect();
+    assert_eq!(asked, ["Call my sister at nine"]);
 }

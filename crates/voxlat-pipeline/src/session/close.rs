@@ -40,7 +40,7 @@ impl Session<'_> {
                 }
             }
         }
-        self.waiting = None;
+        self.waiting.clear();
         let dropped = self.listening.speculative.take();
         self.waste.discard(dropped.map(|d| d.1));
         self.waste.settle().await;

@@ -20,9 +20,13 @@
 //! so endpointing is then in audio time (the results say so).
 
 mod close;
+mod continuation;
 mod inputs;
 mod launch;
 mod waste;
+
+use continuation::carried_words;
+pub use continuation::RESUMED_WITHIN_MS;
 
 pub use inputs::{SessionOptions, SourceClock, SourceEvent, TurnMeta};
 
@@ -56,19 +60,6 @@ struct InFlight<'p> {
     /// The user spoke again this soon after this turn's commit, ms.
     resumed_after_ms: Option<f64>,
 }
-
-/// The words a finished turn leaves for the next: all it was asked with when the user cut it
-/// short before any of its reply was audible; none otherwise.
-fn carried_words(rec: &TurnRecord) -> Option<String> {
-    let unheard = rec.outcome == crate::record::TurnOutcome::Interrupted
-        && !rec.events.contains_key(&EventKind::PlayoutStart);
-    let words = crate::history::continued(rec.merged_words.as_deref(), &rec.transcript);
-    (unheard && !words.trim().is_empty()).then_some(words)
-}
-
-/// Speech this soon after a commit counts as the user resuming the same turn (the commit
-/// came too early): LiveKit's `false_interruption_timeout`, 2 s.
-pub const RESUMED_WITHIN_MS: f64 = 2000.0;
 
 /// What the endpoint tells a turn: everything about the user's utterance.
 struct Commit {
@@ -105,6 +96,8 @@ enum Facts {
 struct Endpointed {
     commit: Commit,
     asr: oneshot::Receiver<AsrResult>,
+    /// The user spoke again (from then) before its turn could start: it was not the end.
+    superseded: Option<Nanos>,
 }
 
 /// What the session has heard since the last endpoint.
@@ -128,7 +121,9 @@ pub struct Session<'p> {
     history: Vec<Message>,
     listening: Listening,
     turn: Option<InFlight<'p>>,
-    waiting: Option<Endpointed>,
+    /// Utterances endpointed while a turn was in flight, in order. One followed by more
+    /// speech starts superseded: cancelled in ASR, its words carry into the next turn.
+    waiting: std::collections::VecDeque<Endpointed>,
     /// When the last endpoint committed (source clock).
     last_commit: Option<Nanos>,
     /// The words of a committed turn the user went on from before its reply was audible:
@@ -163,7 +158,7 @@ impl<'p> Session<'p> {
             history: Vec::new(),
             listening: Listening::default(),
             turn: None,
-            waiting: None,
+            waiting: std::collections::VecDeque::new(),
             last_commit: None,
             carried: None,
             started: 0,
@@ -218,8 +213,14 @@ impl<'p> Session<'p> {
     async fn run_to_record(&mut self) -> Result<Option<TurnRecord>, SessionError> {
         loop {
             if self.turn.is_none() {
-                if let Some(e) = self.waiting.take() {
+                if let Some(e) = self.waiting.pop_front() {
+                    let superseded = e.superseded;
                     self.start(e);
+                    if let Some(onset) = superseded {
+                        // The user spoke on after this endpoint: only its words are wanted,
+                        // and the turn cancelled in ASR keeps them for the next one.
+                        self.cancel_turn(onset);
+                    }
                 } else if !self.source_open {
                     return Ok(self.empty_source_record());
                 }
@@ -275,18 +276,7 @@ impl<'p> Session<'p> {
             VadEvent::SpeechStart { at } => {
                 self.last_activity = Instant::now();
                 self.listening.vad_busy.push((at, received));
-                let since_commit = self
-                    .last_commit
-                    .map(|c| clock::ns_to_ms(at.signed_since(c)))
-                    .filter(|ms| (0.0..=RESUMED_WITHIN_MS).contains(ms));
-                // A held reply not committed yet belongs to this utterance, not the last commit.
-                let committed = self.turn.as_mut().filter(|t| t.uncommitted.is_none());
-                if let (Some(ms), Some(t)) = (since_commit, committed) {
-                    t.resumed_after_ms.get_or_insert(ms);
-                }
-                // Speaking again before the reply is heard: the user was not done, so the
-                // turn in flight gives way.
-                self.cancel_turn(at);
+                self.user_went_on(at);
             }
             VadEvent::Provisional { audio, .. } => {
                 if self.pipeline.cfg.speculative_asr {
@@ -294,7 +284,7 @@ impl<'p> Session<'p> {
                     let job = self.pipeline.transcribe_metered(audio, m.clone());
                     if self.pipeline.cfg.speculative_reply
                         && self.turn.is_none()
-                        && self.waiting.is_none()
+                        && self.waiting.is_empty()
                     {
                         self.start_held(job, m, spent);
                     } else {
@@ -383,7 +373,11 @@ impl<'p> Session<'p> {
                     return;
                 }
                 let asr = spec.unwrap_or_else(|| self.pipeline.transcribe(audio));
-                self.waiting = Some(Endpointed { commit, asr });
+                self.waiting.push_back(Endpointed {
+                    commit,
+                    asr,
+                    superseded: None,
+                });
             }
         }
     }
