@@ -20,11 +20,7 @@ fn run(args: &[&str]) -> (bool, String, serde_json::Value) {
         .arg(&json)
         .output()
         .unwrap();
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let all = common::output_text(&o);
     let doc = std::fs::read_to_string(&json)
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())

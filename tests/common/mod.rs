@@ -37,6 +37,15 @@ pub fn voxlat() -> Command {
     c
 }
 
+/// A finished command's stdout, then its stderr, as text.
+pub fn output_text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
 /// The direct children of `pid`, from every thread's `children` list in /proc.
 pub fn children_of(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();

@@ -920,6 +920,31 @@ where
     })
 }
 
+/// The last message of every request the scripted LLM was sent: what the user said.
+fn last_user_messages(requests: &std::sync::Mutex<Vec<voxlat_llm::ChatRequest>>) -> Vec<String> {
+    requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.messages.last().unwrap().content.clone())
+        .collect()
+}
+
+/// A live session where the user is committed, speaks again `resume_ms` later, and is
+/// committed again 100 ms after that; every record.
+fn went_on_after_commit(f: &Fakes, resume_ms: u32) -> Vec<TurnRecord> {
+    live_turns(f, move |tx| async move {
+        tx.send(endpoint(false)).await.unwrap();
+        tokio::time::sleep(resume_ms * MS).await;
+        tx.send(vad(VadEvent::SpeechStart { at: clock::now() }))
+            .await
+            .unwrap();
+        tokio::time::sleep(100 * MS).await;
+        tx.send(endpoint(false)).await.unwrap();
+        tokio::time::sleep(3_000 * MS).await;
+    })
+}
+
 /// The user says "What's the weather", pauses long enough to be committed, and goes on
 /// "in Paris?" `resume_ms` after the commit, while the turn is in ASR (`asr_ms` long) or the
 /// reply is still being generated: the first turn gives way, and the LLM is asked once more
@@ -929,28 +954,14 @@ fn merged_continuation(asr_ms: u32, resume_ms: u32) {
     f.asr = FakeAsr::new(&["What's the weather", "in Paris?"], asr_ms * MS);
     f.llm.ttft = 800 * MS;
     let requests = f.llm.requests.clone();
-    let recs = live_turns(&f, move |tx| async move {
-        tx.send(endpoint(false)).await.unwrap();
-        tokio::time::sleep(resume_ms * MS).await;
-        tx.send(vad(VadEvent::SpeechStart { at: clock::now() }))
-            .await
-            .unwrap();
-        tokio::time::sleep(100 * MS).await;
-        tx.send(endpoint(false)).await.unwrap();
-        tokio::time::sleep(3_000 * MS).await;
-    });
+    let recs = went_on_after_commit(&f, resume_ms);
     assert_eq!(recs.len(), 2, "{recs:#?}");
     assert_eq!(recs[0].outcome, TurnOutcome::Interrupted);
     assert_eq!(recs[0].transcript, "What's the weather");
     assert_eq!(recs[1].outcome, TurnOutcome::Ok, "{:?}", recs[1].error);
     assert_eq!(recs[1].merged_words.as_deref(), Some("What's the weather"));
     assert_eq!(recs[1].transcript, "in Paris?");
-    let asked: Vec<String> = requests
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|r| r.messages.last().unwrap().content.clone())
-        .collect();
+    let asked = last_user_messages(&requests);
     assert_eq!(
         asked.last().map(String::as_str),
         Some("What's the weather in Paris?"),
@@ -976,16 +987,7 @@ fn a_cough_after_an_early_commit_keeps_the_words() {
     f.asr = FakeAsr::new(&["Set a timer", ""], 20 * MS);
     f.llm.ttft = 800 * MS;
     let requests = f.llm.requests.clone();
-    let recs = live_turns(&f, |tx| async move {
-        tx.send(endpoint(false)).await.unwrap();
-        tokio::time::sleep(200 * MS).await;
-        tx.send(vad(VadEvent::SpeechStart { at: clock::now() }))
-            .await
-            .unwrap();
-        tokio::time::sleep(100 * MS).await;
-        tx.send(endpoint(false)).await.unwrap();
-        tokio::time::sleep(3_000 * MS).await;
-    });
+    let recs = went_on_after_commit(&f, 200);
     assert_eq!(recs.len(), 2, "{recs:#?}");
     assert_eq!(recs[1].outcome, TurnOutcome::Ok, "{:?}", recs[1].error);
     assert_eq!(recs[1].merged_words.as_deref(), Some("Set a timer"));
@@ -1044,11 +1046,6 @@ fn endpoints_queued_behind_a_turn_in_flight_all_reach_the_llm() {
         "{recs:#?}"
     );
     assert_eq!(recs[2].merged_words.as_deref(), Some("Call my sister"));
-    let asked: Vec<String> = requests
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|r| r.messages.last().unwrap().content.clone())
-        .collect();
+    let asked = last_user_messages(&requests);
     assert_eq!(asked, ["Call my sister at nine"]);
 }
