@@ -307,7 +307,7 @@ fn pace(h: &mut String, a: &voxlat_pipeline::Aggregate) {
     h.push_str("<h2>Reply pace</h2><table><tr><th></th><th>n</th><th>min</th><th>P50</th><th>P95</th><th>max</th></tr>");
     for (name, s) in [
         ("TPOT (ms)", &p.tpot_ms),
-        ("ITL (ms)", &p.itl_ms),
+        ("ITL P95 per reply (ms)", &p.itl_p95_ms),
         ("TTS real-time factor", &p.tts_rtf),
         (
             "playback margin (ms; below 0 stutters)",
@@ -351,7 +351,7 @@ fn pace_cells(p: Option<&voxlat_pipeline::pace::ReplyPace>) -> String {
     match p {
         Some(p) => [
             cell(p.tpot_ms, 0),
-            cell(p.itl_p95_ms(), 0),
+            cell(p.itl_p95_ms, 0),
             cell(p.tts_rtf, 2),
             cell(p.playback_margin_ms, 0),
         ]

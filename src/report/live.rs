@@ -62,7 +62,7 @@ pub fn turn_line(rec: &TurnRecord) -> String {
             format!(
                 "  |  tpot {} · itl p95 {} · tts rtf {} · margin {}",
                 ms(p.tpot_ms),
-                ms(p.itl_p95_ms()),
+                ms(p.itl_p95_ms),
                 p.tts_rtf.map_or_else(|| "-".into(), |r| format!("{r:.2}")),
                 ms(p.playback_margin_ms)
             )

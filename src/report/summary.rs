@@ -60,7 +60,7 @@ pub fn print_report(r: &ReplayResults) {
         let pace = rec.pace.clone().unwrap_or_default();
         let opt = |v: Option<f64>, f: fn(f64) -> String| v.map(f).unwrap_or_else(|| "-".into());
         row.push(opt(pace.tpot_ms, fmt_num));
-        row.push(opt(pace.itl_p95_ms(), fmt_num));
+        row.push(opt(pace.itl_p95_ms, fmt_num));
         row.push(opt(pace.tts_rtf, |r| format!("{r:.2}")));
         row.push(opt(pace.playback_margin_ms, fmt_num));
         t.row(row);
@@ -105,15 +105,16 @@ pub fn print_report(r: &ReplayResults) {
     }
     if let Some(p) = &a.pace {
         let p50 = |s: &Option<voxlat_core::stats::Summary>, unit: &str| {
+            let digits = if unit.is_empty() { 2 } else { 0 };
             s.as_ref().map_or_else(
                 || "-".into(),
-                |s| format!("P50 {:.2}{unit}, P95 {:.2}{unit}", s.p50, s.p95),
+                |s| format!("P50 {:.digits$}{unit}, P95 {:.digits$}{unit}", s.p50, s.p95),
             )
         };
         println!(
-            "Reply pace: TPOT {}; ITL {}; TTS real-time factor {}; playback margin {} (the least is {}: how far ahead of the listener generation and synthesis stayed; below 0 the reply stutters).",
+            "Reply pace: TPOT {}; ITL P95 per reply {}; TTS real-time factor {}; playback margin {} (the least is {}: how far ahead of the listener generation and synthesis stayed; below 0 the reply stutters).",
             p50(&p.tpot_ms, " ms"),
-            p50(&p.itl_ms, " ms"),
+            p50(&p.itl_p95_ms, " ms"),
             p50(&p.tts_rtf, ""),
             p50(&p.playback_margin_ms, " ms"),
             p.playback_margin_ms

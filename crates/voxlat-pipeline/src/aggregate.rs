@@ -70,8 +70,8 @@ pub struct Aggregate {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PaceSummary {
     pub tpot_ms: Option<Summary>,
-    /// Every reply's inter-token gaps pooled, ms.
-    pub itl_ms: Option<Summary>,
+    /// Each reply's ITL P95, ms.
+    pub itl_p95_ms: Option<Summary>,
     pub tts_rtf: Option<Summary>,
     /// Per reply; its minimum is the closest any reply came to a stutter.
     pub playback_margin_ms: Option<Summary>,
@@ -84,13 +84,9 @@ impl PaceSummary {
             let v: Vec<f64> = paces.iter().filter_map(|p| f(p)).collect();
             Summary::from_samples(&v, 0)
         };
-        let itl: Vec<f64> = paces
-            .iter()
-            .flat_map(|p| p.itl_ms.iter().copied())
-            .collect();
         (!paces.is_empty()).then(|| PaceSummary {
             tpot_ms: pick(|p| p.tpot_ms),
-            itl_ms: Summary::from_samples(&itl, 0),
+            itl_p95_ms: pick(|p| p.itl_p95_ms),
             tts_rtf: pick(|p| p.tts_rtf),
             playback_margin_ms: pick(|p| p.playback_margin_ms),
         })

@@ -13,8 +13,12 @@ pub struct ReplyPace {
     /// (llm_done − llm_first_token) / (output tokens − 1), ms; output tokens from the
     /// server's usage when sent, else the content deltas.
     pub tpot_ms: Option<f64>,
-    /// Gaps between consecutive answer deltas, ms (their P95 is the turn's ITL P95).
+    /// Gaps between consecutive answer deltas, ms. Left out of the copy a long run keeps in
+    /// memory (`results::summary_view`), which keeps their P95.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub itl_ms: Vec<f64>,
+    /// The P95 of `itl_ms`.
+    pub itl_p95_ms: Option<f64>,
     /// Piper's synthesis time over the audio it made, over the chunks that played.
     pub tts_rtf: Option<f64>,
     /// The least, over every chunk after the first, of (when it was due to play, if playback
@@ -23,10 +27,6 @@ pub struct ReplyPace {
 }
 
 impl ReplyPace {
-    pub fn itl_p95_ms(&self) -> Option<f64> {
-        voxlat_core::stats::Summary::from_samples(&self.itl_ms, 0).map(|s| s.p95)
-    }
-
     /// The pace of a finished turn's reply; `None` when it had no LLM stream.
     pub fn of(rec: &TurnRecord) -> Option<ReplyPace> {
         let llm = rec.llm.as_ref()?;
@@ -41,10 +41,11 @@ impl ReplyPace {
             .then(|| span(EventKind::LlmFirstToken, EventKind::LlmDone))
             .flatten()
             .map(|ms| ms / (tokens - 1) as f64);
-        let itl_ms = answer
+        let itl_ms: Vec<f64> = answer
             .windows(2)
             .map(|w| clock::ns_to_ms(w[1].t.signed_since(w[0].t)))
             .collect();
+        let itl_p95_ms = voxlat_core::stats::Summary::from_samples(&itl_ms, 0).map(|s| s.p95);
         let played: Vec<_> = rec
             .chunks
             .iter()
@@ -77,6 +78,7 @@ impl ReplyPace {
         Some(ReplyPace {
             tpot_ms,
             itl_ms,
+            itl_p95_ms,
             tts_rtf,
             playback_margin_ms,
         })
@@ -131,7 +133,7 @@ mod tests {
         let p = ReplyPace::of(&rec).unwrap();
         assert_eq!(p.tpot_ms, Some(35.0));
         assert_eq!(p.itl_ms, vec![20.0, 30.0, 40.0, 50.0]);
-        assert_eq!(p.itl_p95_ms(), Some(50.0));
+        assert_eq!(p.itl_p95_ms, Some(50.0));
         assert_eq!(p.tts_rtf, Some(0.275));
         assert_eq!(p.playback_margin_ms, Some(600.0));
         // Ready 1.2 s after playback began, 200 ms after it was due: a stutter.

@@ -315,7 +315,17 @@ pub fn summary_view(t: TurnRecord) -> TurnRecord {
             .collect(),
         llm: None,
         busy: Vec::new(),
-        speculative_reply: None,
+        // The aggregate counts the replies ready at the commit; the map has a few entries.
+        speculative_reply: t
+            .speculative_reply
+            .map(|s| crate::record::SpeculativeReply {
+                compute_ms: 0.0,
+                ..s
+            }),
+        pace: t.pace.map(|p| crate::pace::ReplyPace {
+            itl_ms: Vec::new(),
+            ..p
+        }),
         ..t
     }
 }
@@ -522,6 +532,21 @@ mod tests {
                 .collect(),
             ..Default::default()
         });
+        // Values JSON carries exactly, so that the turns read back compare equal.
+        t.pace = Some(crate::pace::ReplyPace {
+            tpot_ms: Some(25.0),
+            itl_ms: vec![20.0, 30.0, 25.0],
+            itl_p95_ms: Some(30.0),
+            tts_rtf: Some(0.125),
+            playback_margin_ms: Some(500.0 + i as f64),
+        });
+        if i % 4 == 1 {
+            t.speculative_reply = Some(crate::record::SpeculativeReply {
+                committed: true,
+                before_commit_ms: [(EventKind::TtsFirstAudio, 40.0)].into_iter().collect(),
+                compute_ms: 300.0,
+            });
+        }
         if t.outcome == crate::TurnOutcome::Interrupted {
             t.interrupted = Some(crate::record::Interruption {
                 onset: Nanos(at),
