@@ -54,7 +54,7 @@ pub fn run(args: DevicesArgs) -> Result<ExitCode> {
         }
     }
     if hosts.iter().all(|h| h.devices.is_empty()) {
-        println!("No audio devices found. Without a sound card, see README (\"Live mode\") for a virtual one.");
+        println!("No audio devices found. Without a sound card, see README.md (\"Live mode without a sound card\") for a virtual one.");
     }
     Ok(ExitCode::SUCCESS)
 }

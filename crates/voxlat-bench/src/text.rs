@@ -224,7 +224,7 @@ pub fn render_analysis(r: &BenchResults) -> String {
     }
     out.push_str("\nDiagnosis:\n");
     if a.findings.is_empty() {
-        out.push_str("  nothing stands out: no heavy tail, no prompt-driven prefill, cache and connections fine (within the thresholds in the README)\n");
+        out.push_str("  nothing stands out: no heavy tail, no prompt-driven prefill, cache and connections fine (within the thresholds in docs/guide.md)\n");
     }
     for f in &a.findings {
         out.push_str(&format!(

@@ -29,7 +29,7 @@ use voxlat_bench::{self as bench, BenchConfig, PromptSource};
 ///
 /// Why is my first token slow? Sweeps and probes find out, and a diagnosis in words follows
 /// every run (queueing, prefill, no prefix-cache reuse, connection setup, reasoning,
-/// network, client overhead; thresholds in the README):
+/// network, client overhead; thresholds in docs/guide.md):
 ///
 ///   voxlat bench-llm --sweep prompt-tokens=100,1000,4000   # ms per 1k prompt tokens + fixed cost
 ///   voxlat bench-llm --sweep max-tokens=16,256,4000        # TTFT should not move
