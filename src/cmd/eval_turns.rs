@@ -141,20 +141,14 @@ pub fn run(args: EvalTurnsArgs) -> Result<ExitCode> {
     } else {
         None
     };
-    let mut transcribe = |audio: &[f32]| -> Result<String, String> {
-        match whisper.as_mut() {
-            Some(w) => w
-                .transcribe(audio)
+    let mut transcribe = whisper.as_mut().map(|w| {
+        move |audio: &[f32]| {
+            w.transcribe(audio)
                 .map(|t| t.text)
-                .map_err(|e| e.to_string()),
-            None => Ok(String::new()),
+                .map_err(|e| e.to_string())
         }
-    };
-    let asr: Option<turn_eval::Transcribe<'_>> = if sweeps.iter().any(|s| s.policy.needs_asr()) {
-        Some(&mut transcribe)
-    } else {
-        None
-    };
+    });
+    let asr = transcribe.as_mut().map(|f| f as turn_eval::Transcribe<'_>);
     let report = turn_eval::evaluate(&turns, &base, &sweeps, model, asr)?;
     for f in &report.asr_failures {
         eprintln!("warning: a speculative transcription failed: {f} (its tail counts as bare)");

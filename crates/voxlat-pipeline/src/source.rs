@@ -42,9 +42,7 @@ pub fn spawn_scenario_source(
     let truth_idx = lead + turn.speech_end_sample.saturating_sub(1);
     // The annotated end and pauses judge where in the audio the endpoint commits.
     let judge = turn.speech_end_annotated.then(|| {
-        let end_ms = turn.speech_end_sample as f64 * 1000.0 / rate as f64;
-        // Checked when the scenario was loaded.
-        let pauses = voxlat_core::cutoff::pauses(&turn.spec.pauses_ms, end_ms).unwrap_or_default();
+        let (end_ms, pauses) = crate::turn_eval::truth(turn);
         move |commit_sample: usize| {
             let ms = commit_sample.saturating_sub(lead) as f64 * 1000.0 / rate as f64;
             voxlat_core::cutoff::judge(ms, end_ms, &pauses)

@@ -133,11 +133,17 @@ pub fn verdict(t: &LoadedTurn, commit_ns: u64) -> Verdict {
 
 /// The verdict on a commit `commit_ms` after the start of `t`'s audio.
 pub fn verdict_at_ms(t: &LoadedTurn, commit_ms: f64) -> Verdict {
+    let (end_ms, pauses) = truth(t);
+    cutoff::judge(commit_ms, end_ms, &pauses)
+}
+
+/// `t`'s true end (ms from the start of its audio) and its labelled pauses.
+pub fn truth(t: &LoadedTurn) -> (f64, Vec<cutoff::Pause>) {
     let rate = f64::from(voxlat_audio::PIPELINE_RATE);
     let end_ms = t.speech_end_sample as f64 * 1000.0 / rate;
     // Checked when the scenario was loaded.
     let pauses = cutoff::pauses(&t.spec.pauses_ms, end_ms).unwrap_or_default();
-    cutoff::judge(commit_ms, end_ms, &pauses)
+    (end_ms, pauses)
 }
 
 /// Runs every sweep over the turns that have a true end. `model` is needed by a policy that
