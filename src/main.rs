@@ -79,6 +79,9 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
+            if let Some(hint) = common::timeout_advice(&e) {
+                eprintln!("{hint}");
+            }
             ExitCode::from(2)
         }
     }

@@ -82,6 +82,25 @@ fn violations(g: &Graph) -> Vec<String> {
     if closure(g, "voxlat").contains("voxlat-server") {
         out.push("voxlat depends on voxlat-server: the LLM server runs as its own process".into());
     }
+    // The two kinds of remote client share voxlat-net, never each other: an ASR failure is
+    // a network failure, not an LLM one.
+    for (a, b) in [
+        ("voxlat-speech-api", "voxlat-llm"),
+        ("voxlat-llm", "voxlat-speech-api"),
+    ] {
+        if closure(g, a).contains(b) {
+            out.push(format!(
+                "{a} depends on {b}: both build on voxlat-net alone"
+            ));
+        }
+    }
+    for d in closure(g, "voxlat-net") {
+        if d.starts_with("voxlat-") && d != "voxlat-core" {
+            out.push(format!(
+                "voxlat-net depends on {d}: it sits under every client"
+            ));
+        }
+    }
     for p in ["voxlat-llm", "voxlat-pipeline"] {
         if closure(g, p).contains("voxlat-bench") {
             out.push(format!("{p} links the benchmark (voxlat-bench)"));
@@ -115,7 +134,14 @@ fn the_workspace_keeps_its_layering() {
     );
     let m: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata JSON");
     let g = graph_from_metadata(&m);
-    assert!(g.contains_key("voxlat-server") && g.contains_key("voxlat-pipeline"));
+    for p in [
+        "voxlat-server",
+        "voxlat-pipeline",
+        "voxlat-speech-api",
+        "voxlat-net",
+    ] {
+        assert!(g.contains_key(p), "{p} is not in the graph");
+    }
     let v = violations(&g);
     assert!(v.is_empty(), "layering broken:\n{}", v.join("\n"));
 }
@@ -131,8 +157,21 @@ fn each_rule_catches_the_graph_that_breaks_it() {
     edge(&mut ok, "voxlat-pipeline", "voxlat-llm");
     edge(&mut ok, "voxlat-asr", "whisper-rs");
     edge(&mut ok, "voxlat-server", "llama-cpp-2");
+    edge(&mut ok, "voxlat-llm", "voxlat-net");
+    edge(&mut ok, "voxlat-speech-api", "voxlat-net");
+    edge(&mut ok, "voxlat-net", "voxlat-core");
     assert!(violations(&ok).is_empty(), "{:?}", violations(&ok));
-    let broken: [(&str, &str, &str); 6] = [
+    let broken: [(&str, &str, &str); 8] = [
+        (
+            "voxlat-speech-api",
+            "voxlat-llm",
+            "voxlat-speech-api depends on voxlat-llm",
+        ),
+        (
+            "voxlat-net",
+            "voxlat-llm",
+            "voxlat-net depends on voxlat-llm",
+        ),
         (
             "voxlat-server",
             "voxlat-asr",

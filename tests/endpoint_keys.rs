@@ -11,7 +11,7 @@ use axum::Router;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use voxlat_llm::config::{Endpoint, Service, Settings, Withheld};
+use voxlat_net::config::{Endpoint, Service, Settings, Withheld};
 use voxlat_speech_api::{AsrClient, AsrClientOptions};
 
 const LLM_KEY: &str = "sk-llm-key-0001";
@@ -107,7 +107,7 @@ fn asr_endpoint(s: &Settings, llm_url: &str, asr_url: &str) -> (Endpoint, Endpoi
     (llm, asr)
 }
 
-fn transcribe(e: Endpoint) -> Result<String, voxlat_llm::LlmError> {
+fn transcribe(e: Endpoint) -> Result<String, voxlat_net::NetError> {
     let audio: Vec<f32> = (0..8_000).map(|i| (i as f32 * 0.03).sin() * 0.5).collect();
     AsrClient::new(e, AsrClientOptions::default())
         .unwrap()

@@ -5,15 +5,15 @@ use crate::embedded::{EmbeddedServer, SpawnOptions};
 use anyhow::{Context, Result};
 use std::path::Path;
 use voxlat_core::threads::ThreadBudget;
-use voxlat_llm::config::{Endpoint, Settings, Withheld};
 use voxlat_llm::{ClientOptions, LlmClient};
+use voxlat_net::config::{Endpoint, Settings, Withheld};
 use voxlat_pipeline::PipelineConfig;
 
 /// The LLM endpoint: `--llm-url` (or the environment's base URL), else the embedded server
 /// with the LLM's share of the cores (kept running as long as the returned handle lives).
 /// The LLM a session talks to.
 pub struct ConnectedLlm {
-    pub endpoint: voxlat_llm::config::Endpoint,
+    pub endpoint: voxlat_net::config::Endpoint,
     /// The embedded server, when no URL was given (stopped on drop).
     pub server: Option<EmbeddedServer>,
     /// The model name to send; empty for the embedded server, which serves exactly one.
@@ -32,7 +32,7 @@ pub fn attach_llm(
     budget: &ThreadBudget,
     allow_insecure_key: bool,
 ) -> Result<(
-    voxlat_llm::config::Endpoint,
+    voxlat_net::config::Endpoint,
     Option<EmbeddedServer>,
     Option<String>,
 )> {
@@ -53,7 +53,7 @@ fn connect_llm(
     let settings = Settings::from_process()?.allow_insecure_key(allow_insecure_key);
     let configured = settings.pick(
         llm_url.map(|u| ("--llm-url", u)),
-        voxlat_llm::config::BASE_URL_VARS,
+        voxlat_net::config::BASE_URL_VARS,
     );
     match configured {
         Some(url) => {
@@ -108,7 +108,7 @@ pub fn warn_withheld(endpoint: &Endpoint) {
 
 /// A remote server's first listed model, for when none was named: OpenAI-compatible servers
 /// other than llama.cpp's reject requests without one.
-fn first_listed_model(endpoint: &voxlat_llm::config::Endpoint) -> Result<String> {
+fn first_listed_model(endpoint: &voxlat_net::config::Endpoint) -> Result<String> {
     let client = LlmClient::new(endpoint.clone(), ClientOptions::default())?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

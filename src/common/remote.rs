@@ -5,7 +5,7 @@ use crate::common::stages::ModelPaths;
 use anyhow::Result;
 use clap::Args;
 use std::time::Duration;
-use voxlat_llm::config::{Endpoint, Service, Settings, BASE_URL_VARS};
+use voxlat_net::config::{Endpoint, Service, Settings, BASE_URL_VARS};
 use voxlat_speech_api::{AsrClientOptions, AudioFormat, TtsClientOptions};
 
 #[derive(Args, Debug, Clone)]

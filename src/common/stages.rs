@@ -67,7 +67,7 @@ pub fn load_pipeline(
     cfg: PipelineConfig,
     budget: &ThreadBudget,
     models: &ModelPaths,
-    endpoint: voxlat_llm::config::Endpoint,
+    endpoint: voxlat_net::config::Endpoint,
     opts: StageOptions,
 ) -> Result<Pipeline> {
     let (asr, tts, client) = load_stages(budget, models, endpoint, opts)?;
@@ -78,7 +78,7 @@ pub fn load_pipeline(
 fn load_stages(
     budget: &ThreadBudget,
     models: &ModelPaths,
-    endpoint: voxlat_llm::config::Endpoint,
+    endpoint: voxlat_net::config::Endpoint,
     opts: StageOptions,
 ) -> Result<(AsrWorker, TtsWorker, LlmClient)> {
     let asr = match opts.remote.asr.clone() {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use voxlat_core::fsio::{self, WriteError};
 use voxlat_core::report::ResultsHeader;
-use voxlat_llm::config::Endpoint;
+use voxlat_net::config::Endpoint;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BenchResults {

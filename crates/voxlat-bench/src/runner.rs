@@ -12,8 +12,9 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use voxlat_core::{Nanos, RequestId, Timeline};
-use voxlat_llm::client::{ChatRequest, ClientOptions, LlmClient, Message};
+use voxlat_llm::client::{ChatRequest, LlmClient, Message};
 use voxlat_llm::error::{ErrorClass, LlmError};
+use voxlat_llm::ClientOptions;
 
 pub enum RunEvent {
     /// A block of requests is starting.

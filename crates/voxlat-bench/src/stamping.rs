@@ -69,8 +69,8 @@ pub fn stamping_warnings(a: &BenchResults, b: &BenchResults) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use voxlat_llm::connection::{StampKind, TransportKind};
     use voxlat_llm::record::StreamOutcome;
+    use voxlat_net::connection::{StampKind, TransportKind};
 
     fn run(kinds: &[(Option<TransportKind>, Option<StampKind>)]) -> BenchResults {
         let requests = kinds

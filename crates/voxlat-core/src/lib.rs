@@ -2,8 +2,6 @@
 //! the per-request timeline of events, and what is computed from it (segments, statistics,
 //! the versioned results model). See `docs/latency-model.md` for the definitions.
 
-#[cfg(feature = "net")]
-pub mod arrival;
 pub mod clock;
 pub mod cpu;
 pub mod cutoff;

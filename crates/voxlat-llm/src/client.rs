@@ -5,20 +5,19 @@
 //! that completed the event, taken before any parsing.
 
 use crate::chunk;
-use crate::config::Endpoint;
-use crate::connection::{ConnProbe, TimedConnectLayer, TimedResolver};
-use crate::direct::direct_target;
-use crate::error::{truncate_body, LlmError};
-use crate::http_error::{self, chain};
+use crate::error::{truncate_body, LlmError, NetError, TimeoutKind};
 use crate::record::{DeltaStamp, Retry, StreamOutcome};
 use crate::sse::{SseEventRef, SseParser, MAX_EVENT_BYTES};
 use crate::think::ThinkSplitter;
-use crate::transport::{Outgoing, SendFailure, Transport};
 use futures_util::{FutureExt, StreamExt};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
 use voxlat_core::{clock, EventKind, Nanos, Timeline};
+use voxlat_net::classify::{self, chain};
+use voxlat_net::connection::ConnProbe;
+use voxlat_net::transport::{http_client, Outgoing, SendFailure, Transport};
+use voxlat_net::{ClientOptions, Endpoint};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Message {
@@ -88,31 +87,6 @@ impl ChatRequest {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ClientOptions {
-    /// Open a new connection for every request (measures cold requests). Default: pooled.
-    pub fresh_connections: bool,
-    /// HTTP/2 with prior knowledge (h2c for http://). Default: HTTP/1.1.
-    pub http2: bool,
-    pub connect_timeout: Duration,
-    /// From sending the request to receiving response headers.
-    pub headers_timeout: Duration,
-    /// Longest silence allowed between two reads of the stream.
-    pub idle_timeout: Duration,
-}
-
-impl Default for ClientOptions {
-    fn default() -> Self {
-        ClientOptions {
-            fresh_connections: false,
-            http2: false,
-            connect_timeout: Duration::from_secs(10),
-            headers_timeout: Duration::from_secs(300),
-            idle_timeout: Duration::from_secs(60),
-        }
-    }
-}
-
 /// A piece of streamed text, handed to the caller as it arrives.
 #[derive(Debug)]
 pub struct TextDelta<'a> {
@@ -138,16 +112,8 @@ const AFTER_DONE_GRACE: Duration = Duration::from_secs(1);
 impl LlmClient {
     pub fn new(endpoint: Endpoint, opts: ClientOptions) -> Result<LlmClient, LlmError> {
         let tls = endpoint.base_url.value.starts_with("https://");
-        let http = build_http(&opts, tls, opts.fresh_connections)?;
-        let chat_url = endpoint.url("chat/completions");
-        let direct = direct_target(&chat_url, opts.http2).and_then(|t| Transport::direct(t, &opts));
-        let transport = match direct {
-            Some(t) => t,
-            None => Transport::Full {
-                http: http.clone(),
-                fresh_http: build_http(&opts, tls, true)?,
-            },
-        };
+        let http = http_client(&opts, tls, opts.fresh_connections)?;
+        let transport = Transport::for_url(&endpoint.url("chat/completions"), &opts)?;
         Ok(LlmClient {
             http,
             transport: Arc::new(transport),
@@ -203,9 +169,9 @@ impl LlmClient {
             // spans in the turn's trace, under the client's llm_request span.
             traceparent: voxlat_core::trace::traceparent(tl.id()),
         };
-        let closed = |detail: String, retried: bool| LlmError::ConnectionClosed {
+        let closed = |detail: String, retried: bool| NetError::ConnectionClosed {
             url: url.clone(),
-            detail: http_error::scrub(&self.endpoint, &detail),
+            detail: classify::scrub(&self.endpoint, &detail),
             retried,
         };
         let t = &*self.transport;
@@ -222,18 +188,18 @@ impl LlmClient {
                 probe.reset();
                 out.retry = Some(Retry {
                     sent: clock::now(),
-                    first_error: http_error::scrub(&self.endpoint, &detail),
+                    first_error: classify::scrub(&self.endpoint, &detail),
                 });
                 match t
                     .send(&self.endpoint, &outgoing, probe, true, &self.opts)
                     .await
                 {
                     Ok(r) => r,
-                    Err(SendFailure::Closed(detail)) => return Err(closed(detail, true)),
+                    Err(SendFailure::Closed(detail)) => return Err(closed(detail, true).into()),
                     Err(e) => return Err(self.send_error(e)),
                 }
             }
-            Err(SendFailure::Closed(detail)) => return Err(closed(detail, false)),
+            Err(SendFailure::Closed(detail)) => return Err(closed(detail, false).into()),
             Err(e) => return Err(self.send_error(e)),
         };
         // The head's arrival when the transport knows it, so that a first event that came in
@@ -253,13 +219,14 @@ impl LlmClient {
             let body = exchange
                 .display_text(&self.endpoint, self.opts.idle_timeout)
                 .await;
-            return Err(http_error::status_error_from(
+            return Err(classify::status_error_from(
                 &self.endpoint,
                 head.status,
                 head.retry_after,
                 body,
                 &url,
-            ));
+            )
+            .into());
         }
         let content_type = head.content_type.unwrap_or_default();
         if !content_type
@@ -321,17 +288,20 @@ impl LlmClient {
             match next {
                 Err(_) if out.done_marker => break,
                 Err(_) => {
-                    return Err(LlmError::Timeout {
+                    return Err(NetError::Timeout {
+                        service: self.endpoint.service,
+                        kind: TimeoutKind::Idle,
                         phase: "waiting for the next bytes of the stream",
                         after: wait,
-                        flag: "--idle-timeout",
-                    })
+                    }
+                    .into())
                 }
                 Ok(None) => break,
                 Ok(Some(Err(e))) => {
-                    return Err(LlmError::Disconnected {
-                        detail: http_error::scrub(&self.endpoint, &e),
-                    })
+                    return Err(NetError::Disconnected {
+                        detail: classify::scrub(&self.endpoint, &e),
+                    }
+                    .into())
                 }
                 Ok(Some(Ok((bytes, t)))) => {
                     last_read = t;
@@ -383,20 +353,24 @@ impl LlmClient {
 
     fn send_error(&self, e: SendFailure) -> LlmError {
         match e {
-            SendFailure::Timeout => LlmError::Timeout {
+            SendFailure::Timeout => NetError::Timeout {
+                service: self.endpoint.service,
+                kind: TimeoutKind::Headers,
                 phase: "waiting for response headers",
                 after: self.opts.headers_timeout,
-                flag: "--headers-timeout",
-            },
-            SendFailure::Failed(e) => e,
+            }
+            .into(),
+            SendFailure::Failed(e) => e.into(),
             SendFailure::Closed(detail) => {
-                LlmError::Other(http_error::scrub(&self.endpoint, &detail))
+                LlmError::other(classify::scrub(&self.endpoint, &detail))
             }
         }
     }
 
     async fn status_error(&self, resp: reqwest::Response, url: &str) -> LlmError {
-        http_error::status_error(&self.endpoint, resp, url, self.opts.idle_timeout).await
+        classify::status_error(&self.endpoint, resp, url, self.opts.idle_timeout)
+            .await
+            .into()
     }
 
     /// `GET {base}/models`: the model IDs the server offers.
@@ -408,19 +382,18 @@ impl LlmClient {
         }
         let resp = match tokio::time::timeout(self.opts.headers_timeout, rb.send()).await {
             Err(_) => {
-                return Err(LlmError::Timeout {
+                return Err(NetError::Timeout {
+                    service: self.endpoint.service,
+                    kind: TimeoutKind::Headers,
                     phase: "listing models",
                     after: self.opts.headers_timeout,
-                    flag: "--headers-timeout",
-                })
+                }
+                .into())
             }
             Ok(Err(e)) => {
-                return Err(http_error::classify(
-                    &self.endpoint,
-                    &e,
-                    &url,
-                    self.opts.connect_timeout,
-                ))
+                return Err(
+                    classify::classify(&self.endpoint, &e, &url, self.opts.connect_timeout).into(),
+                )
             }
             Ok(Ok(r)) => r,
         };
@@ -435,22 +408,24 @@ impl LlmClient {
             {
                 Ok(Ok(t)) => t,
                 Ok(Err(why)) => {
-                    return Err(LlmError::Other(format!(
+                    return Err(LlmError::other(format!(
                         "cannot read the model list from {url}: {why}"
                     )))
                 }
                 Err(_) => {
-                    return Err(LlmError::Timeout {
+                    return Err(NetError::Timeout {
+                        service: self.endpoint.service,
+                        kind: TimeoutKind::Idle,
                         phase: "reading the model list",
                         after: self.opts.idle_timeout,
-                        flag: "--idle-timeout",
-                    })
+                    }
+                    .into())
                 }
             };
         parse_model_list(&text).map_err(|e| {
-            LlmError::Other(format!(
+            LlmError::other(format!(
                 "{url} did not return a model list ({e}): {}",
-                truncate_body(&http_error::scrub(&self.endpoint, &text))
+                truncate_body(&classify::scrub(&self.endpoint, &text))
             ))
         })
     }
@@ -616,25 +591,6 @@ pub fn parse_model_list(text: &str) -> Result<Vec<String>, String> {
                 .ok_or_else(|| format!("{key}[{i}] has no \"id\""))
         })
         .collect()
-}
-
-fn build_http(opts: &ClientOptions, tls: bool, fresh: bool) -> Result<reqwest::Client, LlmError> {
-    let mut b = reqwest::Client::builder()
-        .connect_timeout(opts.connect_timeout)
-        .dns_resolver(Arc::new(TimedResolver))
-        .connector_layer(TimedConnectLayer { tls })
-        .tcp_nodelay(true)
-        .user_agent(concat!("voxlat/", env!("CARGO_PKG_VERSION")));
-    if fresh {
-        b = b.pool_max_idle_per_host(0);
-    }
-    b = if opts.http2 {
-        b.http2_prior_knowledge()
-    } else {
-        b.http1_only()
-    };
-    b.build()
-        .map_err(|e| LlmError::Other(format!("cannot build the HTTP client: {}", chain(&e))))
 }
 
 #[cfg(test)]

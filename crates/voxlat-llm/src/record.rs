@@ -1,9 +1,9 @@
 //! What one streamed request produced, beside its timeline: deltas, usage, server timings.
 
 use crate::chunk::Usage;
-use crate::connection::ConnPhases;
 use serde::{Deserialize, Serialize};
 use voxlat_core::Nanos;
+use voxlat_net::connection::ConnPhases;
 
 /// One content delta: when it arrived, how many characters, and whether it was reasoning.
 #[derive(Copy, Clone, Debug, PartialEq, Serialize, Deserialize)]

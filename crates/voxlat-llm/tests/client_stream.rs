@@ -7,7 +7,9 @@ use common::request;
 use std::time::Duration;
 use voxlat_core::{EventKind, Nanos, RequestId, Timeline};
 use voxlat_llm::record::TokenSource;
-use voxlat_llm::{ClientOptions, Endpoint, ErrorClass, LlmClient, LlmError, StreamOutcome};
+use voxlat_llm::{
+    ClientOptions, Endpoint, ErrorClass, LlmClient, LlmError, NetError, StreamOutcome, TimeoutKind,
+};
 use voxlat_testkit::{Builder, ReasoningStyle, Script, ScriptedServer};
 
 async fn run_with(
@@ -350,7 +352,17 @@ async fn stalled_stream_hits_the_idle_timeout() {
     let (tl, out, err, _) = run_with(&server.base_url(), None, opts).await;
     let err = err.unwrap();
     assert_eq!(err.class(), ErrorClass::Timeout);
-    assert!(err.to_string().contains("--idle-timeout"), "{err}");
+    assert!(
+        matches!(
+            err,
+            LlmError::Net(NetError::Timeout {
+                kind: TimeoutKind::Idle,
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("idle timeout"), "{err}");
     assert_eq!(out.deltas.len(), 1);
     assert!(tl.get(EventKind::LlmFirstToken).is_some());
 }

@@ -7,7 +7,9 @@ use common::request;
 use std::time::Duration;
 use voxlat_core::{EventKind, RequestId, Timeline};
 use voxlat_llm::sse::MAX_EVENT_BYTES;
-use voxlat_llm::{ClientOptions, Endpoint, ErrorClass, LlmClient, LlmError, StreamOutcome};
+use voxlat_llm::{
+    ClientOptions, Endpoint, ErrorClass, LlmClient, LlmError, NetError, StreamOutcome,
+};
 use voxlat_testkit::raw::ResettingServer;
 use voxlat_testkit::{Builder, Script};
 
@@ -150,7 +152,9 @@ async fn the_idle_timeout_is_configurable_and_keeps_what_arrived() {
         };
         let (tl, out, err) = stream(&server.base_url(), opts).await;
         match err {
-            Some(LlmError::Timeout { after, .. }) => assert_eq!(after, Duration::from_millis(ms)),
+            Some(LlmError::Net(NetError::Timeout { after, .. })) => {
+                assert_eq!(after, Duration::from_millis(ms))
+            }
             other => panic!("expected a timeout, got {other:?}"),
         }
         assert_eq!(out.text, "Hello");

@@ -4,10 +4,10 @@
 mod common;
 
 use common::request;
-use voxlat_core::arrival::ArrivalStream;
 use voxlat_core::{RequestId, Timeline};
-use voxlat_llm::connection::{StampKind, TransportKind};
 use voxlat_llm::{ClientOptions, Endpoint, LlmClient, StreamOutcome};
+use voxlat_net::arrival::ArrivalStream;
+use voxlat_net::connection::{StampKind, TransportKind};
 use voxlat_testkit::{Builder, Script};
 
 async fn stream(client: &LlmClient) -> StreamOutcome {
@@ -80,7 +80,7 @@ async fn an_http2_stream_records_reqwest_and_task_stamps() {
 /// A record written before the fields existed still reads, with both unknown.
 #[test]
 fn an_older_record_reads_with_the_kinds_unknown() {
-    let c: voxlat_llm::connection::ConnPhases =
+    let c: voxlat_net::connection::ConnPhases =
         serde_json::from_str(r#"{"new_connection":true,"dns_ns":null,"connect_ns":5,"tls":false}"#)
             .unwrap();
     assert_eq!((c.transport, c.stamps), (None, None));

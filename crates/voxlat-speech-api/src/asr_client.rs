@@ -7,8 +7,8 @@ use crate::pcm::wav_bytes;
 use serde::Deserialize;
 use std::time::Duration;
 use voxlat_core::remote::RemoteCall;
-use voxlat_llm::error::truncate_body;
-use voxlat_llm::{Endpoint, LlmError};
+use voxlat_net::error::truncate_body;
+use voxlat_net::{Endpoint, NetError};
 
 /// The rate Whisper (and every OpenAI-compatible transcription server) works at.
 pub const UPLOAD_RATE: u32 = 16_000;
@@ -31,7 +31,6 @@ impl Default for AsrClientOptions {
                 connect: Duration::from_secs(5),
                 response: Duration::from_secs(60),
                 idle: Duration::from_secs(30),
-                response_flag: "--asr-timeout",
             },
         }
     }
@@ -56,7 +55,7 @@ pub struct AsrClient {
 }
 
 impl AsrClient {
-    pub fn new(endpoint: Endpoint, opts: AsrClientOptions) -> Result<AsrClient, LlmError> {
+    pub fn new(endpoint: Endpoint, opts: AsrClientOptions) -> Result<AsrClient, NetError> {
         Ok(AsrClient {
             http: Http::new(endpoint, opts.timeouts)?,
             opts,
@@ -74,7 +73,7 @@ impl AsrClient {
         &self,
         audio: &[f32],
         request_id: &str,
-    ) -> Result<RemoteTranscript, LlmError> {
+    ) -> Result<RemoteTranscript, NetError> {
         let wav = wav_bytes(audio, UPLOAD_RATE);
         let url = self.http.url("audio/transcriptions");
         let mut call = RemoteCall {
@@ -86,7 +85,7 @@ impl AsrClient {
         let part = reqwest::multipart::Part::bytes(wav)
             .file_name("utterance.wav")
             .mime_str("audio/wav")
-            .map_err(|e| LlmError::Other(format!("cannot build the upload: {e}")))?;
+            .map_err(|e| NetError::Other(format!("cannot build the upload: {e}")))?;
         let mut form = reqwest::multipart::Form::new()
             .part("file", part)
             .text("model", self.opts.model.clone())
@@ -105,7 +104,7 @@ impl AsrClient {
                 })
                 .await?;
             let parsed: Body = serde_json::from_slice(&body).map_err(|e| {
-                LlmError::Other(format!(
+                NetError::Other(format!(
                     "{url} did not answer with a transcription ({e}): {}. Is the URL a transcription server (…/v1, serving /audio/transcriptions)?",
                     truncate_body(&String::from_utf8_lossy(&body))
                 ))

@@ -1,14 +1,14 @@
 //! What both audio clients share: one HTTP client on a runtime of its own (a stage's worker
 //! is a plain thread, so a call blocks it, as a Whisper or Piper call does), the stamps of a
-//! call, and the LLM client's error classes.
+//! call, and `voxlat-net`'s error classes.
 
 use crate::server_timing;
 use futures_util::StreamExt;
 use std::time::Duration;
 use voxlat_core::clock;
 use voxlat_core::remote::RemoteCall;
-use voxlat_llm::http_error::{chain, classify, scrub, status_error};
-use voxlat_llm::{Endpoint, LlmError};
+use voxlat_net::classify::{chain, classify, scrub, status_error};
+use voxlat_net::{Endpoint, NetError, TimeoutKind};
 
 /// How long a remote stage may take, per phase.
 #[derive(Clone, Copy, Debug)]
@@ -18,8 +18,6 @@ pub struct Timeouts {
     pub response: Duration,
     /// Longest silence between two reads of the body.
     pub idle: Duration,
-    /// The flag that raises `response`, named in the timeout error.
-    pub response_flag: &'static str,
 }
 
 pub(crate) struct Http {
@@ -30,17 +28,17 @@ pub(crate) struct Http {
 }
 
 impl Http {
-    pub fn new(endpoint: Endpoint, timeouts: Timeouts) -> Result<Http, LlmError> {
+    pub fn new(endpoint: Endpoint, timeouts: Timeouts) -> Result<Http, NetError> {
         let client = reqwest::Client::builder()
             .connect_timeout(timeouts.connect)
             .tcp_nodelay(true)
             .user_agent(concat!("voxlat/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| LlmError::Other(format!("cannot build the HTTP client: {}", chain(&e))))?;
+            .map_err(|e| NetError::Other(format!("cannot build the HTTP client: {}", chain(&e))))?;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| LlmError::Other(format!("cannot start the HTTP runtime: {e}")))?;
+            .map_err(|e| NetError::Other(format!("cannot start the HTTP runtime: {e}")))?;
         Ok(Http {
             endpoint,
             client,
@@ -72,7 +70,7 @@ impl Http {
         &self,
         rb: reqwest::RequestBuilder,
         call: &mut RemoteCall,
-    ) -> Result<reqwest::Response, LlmError> {
+    ) -> Result<reqwest::Response, NetError> {
         let url = call.url.clone();
         call.sent = clock::now();
         let sent = tokio::time::timeout(self.timeouts.response, rb.send()).await;
@@ -80,10 +78,11 @@ impl Http {
         call.done = now;
         let resp = match sent {
             Err(_) => {
-                return Err(LlmError::Timeout {
+                return Err(NetError::Timeout {
+                    service: self.endpoint.service,
+                    kind: TimeoutKind::Headers,
                     phase: "waiting for the response",
                     after: self.timeouts.response,
-                    flag: self.timeouts.response_flag,
                 })
             }
             Ok(Err(e)) => return Err(classify(&self.endpoint, &e, &url, self.timeouts.connect)),
@@ -116,8 +115,8 @@ impl Http {
         &self,
         resp: reqwest::Response,
         call: &mut RemoteCall,
-        mut each: impl FnMut(&[u8]) -> Result<(), LlmError>,
-    ) -> Result<(), LlmError> {
+        mut each: impl FnMut(&[u8]) -> Result<(), NetError>,
+    ) -> Result<(), NetError> {
         let mut stream = resp.bytes_stream();
         loop {
             let next = tokio::time::timeout(self.timeouts.idle, stream.next()).await;
@@ -125,15 +124,16 @@ impl Http {
             call.done = now;
             match next {
                 Err(_) => {
-                    return Err(LlmError::Timeout {
+                    return Err(NetError::Timeout {
+                        service: self.endpoint.service,
+                        kind: TimeoutKind::Idle,
                         phase: "reading the response body",
                         after: self.timeouts.idle,
-                        flag: self.timeouts.response_flag,
                     })
                 }
                 Ok(None) => return Ok(()),
                 Ok(Some(Err(e))) => {
-                    return Err(LlmError::Disconnected {
+                    return Err(NetError::Disconnected {
                         detail: format!(
                             "{} cut the response off after {} bytes: {}",
                             call.url,

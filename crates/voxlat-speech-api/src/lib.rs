@@ -5,8 +5,8 @@
 //! - [`server`]: the same two endpoints over any speech-to-text and text-to-speech engine,
 //!   each on its own thread behind a bounded queue (`voxlat serve-audio`).
 //!
-//! Both clients use the LLM client's endpoint settings and error classes
-//! ([`voxlat_llm::LlmError`]), so a remote stage fails the way the LLM stage does, with the
+//! Both clients use `voxlat-net`'s endpoint settings and error classes, as the LLM client does
+//! ([`voxlat_net::NetError`]), so a remote stage fails the way the LLM stage does, with the
 //! same fixes. Each call is stamped on the process clock as a
 //! [`voxlat_core::remote::RemoteCall`], with the server's own `Server-Timing` when it sends one.
 

@@ -6,7 +6,7 @@ use crate::http::{Http, Timeouts};
 use crate::pcm::{StreamDecoder, OPENAI_PCM_RATE};
 use std::time::Duration;
 use voxlat_core::remote::RemoteCall;
-use voxlat_llm::{Endpoint, LlmError};
+use voxlat_net::{Endpoint, NetError};
 
 /// The response format asked for. Both decode as they arrive; compressed formats (mp3, opus)
 /// would need a decoder voxlat does not carry.
@@ -74,7 +74,6 @@ impl Default for TtsClientOptions {
                 connect: Duration::from_secs(5),
                 response: Duration::from_secs(30),
                 idle: Duration::from_secs(10),
-                response_flag: "--tts-timeout",
             },
         }
     }
@@ -94,7 +93,7 @@ pub struct TtsClient {
 }
 
 impl TtsClient {
-    pub fn new(endpoint: Endpoint, opts: TtsClientOptions) -> Result<TtsClient, LlmError> {
+    pub fn new(endpoint: Endpoint, opts: TtsClientOptions) -> Result<TtsClient, NetError> {
         Ok(TtsClient {
             http: Http::new(endpoint, opts.timeouts)?,
             opts,
@@ -111,7 +110,7 @@ impl TtsClient {
 
     /// Speaks `text` (blocking, like [`crate::AsrClient::transcribe`]). A stream cut off
     /// mid-audio is an error that says how much arrived: a half-spoken chunk is not a result.
-    pub fn speak(&self, text: &str, request_id: &str) -> Result<RemoteSpeech, LlmError> {
+    pub fn speak(&self, text: &str, request_id: &str) -> Result<RemoteSpeech, NetError> {
         let url = self.http.url("audio/speech");
         let body = serde_json::json!({
             "model": self.opts.model,
@@ -120,7 +119,7 @@ impl TtsClient {
             "response_format": self.opts.format.name(),
         });
         let bytes = serde_json::to_vec(&body)
-            .map_err(|e| LlmError::Other(format!("cannot encode the request: {e}")))?;
+            .map_err(|e| NetError::Other(format!("cannot encode the request: {e}")))?;
         let mut call = RemoteCall {
             url: url.clone(),
             request_id: request_id.to_string(),
@@ -144,7 +143,7 @@ impl TtsClient {
             let mut decoder = StreamDecoder::new(rate);
             let cap_s = speech_cap_s(text);
             let too_long = |d: &StreamDecoder| {
-                LlmError::Other(format!(
+                NetError::Other(format!(
                     "{url} sent more than {cap_s:.0} s of audio for {} characters of text, so the call was cut there: the speech server does not stop (the cap is MAX_SPEECH_S, or MAX_SPEECH_S_PER_CHAR per character); {} samples at {} Hz arrived",
                     text.chars().count(),
                     d.decoded(),
@@ -152,7 +151,7 @@ impl TtsClient {
                 ))
             };
             let bad_audio = |e: crate::pcm::PcmError| {
-                LlmError::Other(format!(
+                NetError::Other(format!(
                     "{url} sent audio voxlat cannot read: {e}. Ask for --tts-format pcm or wav"
                 ))
             };
@@ -167,7 +166,7 @@ impl TtsClient {
                 })
                 .await?;
             let (samples, sample_rate) = decoder.finish().map_err(|e| match e {
-                crate::pcm::PcmError::Partial { bytes } => LlmError::Disconnected {
+                crate::pcm::PcmError::Partial { bytes } => NetError::Disconnected {
                     detail: format!("{url} ended the audio inside a sample, after {bytes} bytes"),
                 },
                 other => bad_audio(other),

@@ -11,7 +11,7 @@ use axum::Router;
 use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use voxlat_llm::{Endpoint, ErrorClass, LlmError};
+use voxlat_net::{Endpoint, ErrorClass, NetError};
 use voxlat_speech_api::pcm::{pcm16_le, wav_bytes};
 use voxlat_speech_api::{AsrClient, AsrClientOptions, AudioFormat, TtsClient, TtsClientOptions};
 
@@ -200,11 +200,11 @@ fn a_full_server_503_carries_its_retry_after() {
         .speak("hello", "r")
         .unwrap_err()
     {
-        e @ LlmError::Status { status: 503, .. } => {
+        e @ NetError::Status { status: 503, .. } => {
             let m = e.to_string();
             assert!(m.contains('7') && m.contains("queue is full"), "{m}");
             assert!(
-                matches!(&e, LlmError::Status { retry_after: Some(r), .. } if r == "7"),
+                matches!(&e, NetError::Status { retry_after: Some(r), .. } if r == "7"),
                 "{e:?}"
             );
         }

@@ -11,7 +11,7 @@ use std::net::TcpStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
-use voxlat_llm::Endpoint;
+use voxlat_net::Endpoint;
 use voxlat_speech_api::pcm::wav_bytes;
 use voxlat_speech_api::server::{
     EngineError, ServerOptions, SpeechServer, SpeechToText, TextToSpeech,

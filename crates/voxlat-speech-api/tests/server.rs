@@ -4,7 +4,7 @@
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use voxlat_llm::Endpoint;
+use voxlat_net::Endpoint;
 use voxlat_speech_api::pcm::wav_bytes;
 use voxlat_speech_api::server::{
     EngineError, ServerOptions, SpeechServer, SpeechToText, TextToSpeech,

@@ -22,8 +22,8 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
-use voxlat_core::arrival::{ArrivalStream, LastArrival};
 use voxlat_core::{clock, Nanos};
+use voxlat_net::arrival::{ArrivalStream, LastArrival};
 
 /// How reasoning is sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -13,8 +13,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 use voxlat_bench::text::{render_analysis, render_cell};
 use voxlat_bench::{self as bench, runner, BenchConfig, ResultsWriter, RunEvent};
-use voxlat_llm::config::{Endpoint, Settings, BASE_URL_VARS};
 use voxlat_llm::{ClientOptions, ErrorClass, LlmClient};
+use voxlat_net::config::{Endpoint, Settings, BASE_URL_VARS};
 
 /// The configured endpoint; when none is configured anywhere (flag, config file, environment,
 /// `.env`), the embedded server, started here with its log beside the results.

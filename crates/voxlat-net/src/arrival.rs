@@ -13,7 +13,6 @@
 //! corrupt that age, so an age that is negative or implausibly large falls back to the read
 //! time, as does every read on a system without the option.
 
-use crate::clock::{self, Nanos};
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,6 +20,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+use voxlat_core::clock::{self, Nanos};
 
 /// A kernel stamp older than this is not believed: no read waits that long behind a packet
 /// that is already queued, so the real-time clock must have jumped.

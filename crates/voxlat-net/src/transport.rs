@@ -5,17 +5,17 @@
 //! per request); https, HTTP/2 and proxied URLs go through reqwest, whose pieces are stamped
 //! when the request's task receives them.
 
+use crate::arrival::LastArrival;
+use crate::classify::{self, chain, closed_before_response, header_str};
 use crate::config::Endpoint;
 use crate::connection::{self, ConnProbe, StampKind, StampedBody, TransportKind};
-use crate::direct::{ConnectError, DirectConn, DirectPool, DirectTarget};
-use crate::error::LlmError;
-use crate::http_error::{self, chain, closed_before_response, header_str};
+use crate::direct::{direct_target, ConnectError, DirectConn, DirectPool};
+use crate::error::{NetError, TimeoutKind};
 use bytes::Bytes;
 use futures_util::stream::BoxStream;
 use futures_util::StreamExt;
 use std::sync::Arc;
 use std::time::Duration;
-use voxlat_core::arrival::LastArrival;
 use voxlat_core::{clock, Nanos};
 
 /// What a chat request carries, whichever stack sends it.
@@ -60,7 +60,7 @@ pub enum SendFailure {
     /// The connection closed, or was reset, before any response byte (the cause's words).
     Closed(String),
     /// Anything else, already explained.
-    Failed(LlmError),
+    Failed(NetError),
 }
 
 /// A response whose body is being read.
@@ -105,7 +105,7 @@ impl Transport {
         out: &Outgoing<'_>,
         probe: &Arc<ConnProbe>,
         fresh: bool,
-        opts: &crate::ClientOptions,
+        opts: &ClientOptions,
     ) -> Result<(Head, Exchange), SendFailure> {
         match self {
             Transport::Direct {
@@ -117,18 +117,17 @@ impl Transport {
                 let fresh = fresh || opts.fresh_connections;
                 let request = direct_request(endpoint, out, authority, path)?;
                 let sending = async {
-                    let mut conn = pool
-                        .checkout(probe, fresh)
-                        .await
-                        .map_err(|e| SendFailure::Failed(connect_error(e, out.url, opts)))?;
+                    let mut conn = pool.checkout(probe, fresh).await.map_err(|e| {
+                        SendFailure::Failed(connect_error(e, endpoint, out.url, opts))
+                    })?;
                     let before = conn.arrivals().fallbacks();
                     match conn.send(&request, probe).await {
                         Ok(head) => Ok(((conn, before), head)),
                         Err(e) if e.closed() => Err(SendFailure::Closed(chain(&e))),
-                        Err(e) => Err(SendFailure::Failed(LlmError::Other(format!(
+                        Err(e) => Err(SendFailure::Failed(NetError::Other(format!(
                             "request to {} failed: {}",
                             out.url,
-                            http_error::scrub(endpoint, &chain(&e))
+                            classify::scrub(endpoint, &chain(&e))
                         )))),
                     }
                 };
@@ -181,7 +180,7 @@ impl Transport {
                         return Err(SendFailure::Closed(chain(&e)))
                     }
                     Ok(Err(e)) => {
-                        return Err(SendFailure::Failed(http_error::classify(
+                        return Err(SendFailure::Failed(classify::classify(
                             endpoint,
                             &e,
                             out.url,
@@ -246,24 +245,84 @@ impl Exchange {
             let piece = x.next().await?;
             Some((piece.map(|(b, _)| b), x))
         });
-        http_error::display_body(endpoint, pieces, idle).await
+        classify::display_body(endpoint, pieces, idle).await
     }
 }
 
 impl Transport {
-    /// The direct transport to `target`.
-    pub fn direct(target: DirectTarget, opts: &crate::ClientOptions) -> Option<Transport> {
-        Some(Transport::Direct {
-            authority: target.authority,
-            path: target.path,
-            pool: Arc::new(DirectPool::new(
-                target.host,
-                target.port,
-                opts.connect_timeout,
-                !opts.fresh_connections,
-            )),
+    /// The one place the stack is chosen: direct for plain HTTP/1.1 without a proxy or
+    /// credentials in the URL, reqwest for the rest. Each request's probe records which one
+    /// carried it ([`TransportKind`]).
+    pub fn for_url(url: &str, opts: &ClientOptions) -> Result<Transport, NetError> {
+        if let Some(target) = direct_target(url, opts.http2) {
+            return Ok(Transport::Direct {
+                authority: target.authority,
+                path: target.path,
+                pool: Arc::new(DirectPool::new(
+                    target.host,
+                    target.port,
+                    opts.connect_timeout,
+                    !opts.fresh_connections,
+                )),
+            });
+        }
+        let tls = url.starts_with("https://");
+        Ok(Transport::Full {
+            http: http_client(opts, tls, opts.fresh_connections)?,
+            fresh_http: http_client(opts, tls, true)?,
         })
     }
+}
+
+/// How a client talks to one server. Shared by every request it sends.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ClientOptions {
+    /// Open a new connection for every request (measures cold requests). Default: pooled.
+    pub fresh_connections: bool,
+    /// HTTP/2 with prior knowledge (h2c for http://). Default: HTTP/1.1.
+    pub http2: bool,
+    pub connect_timeout: Duration,
+    /// From sending the request to receiving response headers.
+    pub headers_timeout: Duration,
+    /// Longest silence allowed between two reads of the stream.
+    pub idle_timeout: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            fresh_connections: false,
+            http2: false,
+            connect_timeout: Duration::from_secs(10),
+            headers_timeout: Duration::from_secs(300),
+            idle_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// A reqwest client whose DNS lookups and connects are timed on the request's probe: for
+/// requests nobody measures (a model list) and for what the direct transport cannot carry.
+pub fn http_client(
+    opts: &ClientOptions,
+    tls: bool,
+    fresh: bool,
+) -> Result<reqwest::Client, NetError> {
+    let mut b = reqwest::Client::builder()
+        .connect_timeout(opts.connect_timeout)
+        .dns_resolver(Arc::new(connection::TimedResolver))
+        .connector_layer(connection::TimedConnectLayer { tls })
+        .tcp_nodelay(true)
+        .user_agent(concat!("voxlat/", env!("CARGO_PKG_VERSION")));
+    if fresh {
+        b = b.pool_max_idle_per_host(0);
+    }
+    b = if opts.http2 {
+        b.http2_prior_knowledge()
+    } else {
+        b.http1_only()
+    };
+    b.build()
+        .map_err(|e| NetError::Other(format!("cannot build the HTTP client: {}", chain(&e))))
 }
 
 /// The request's bytes, head and body, as the direct transport writes them in one go.
@@ -288,7 +347,7 @@ fn direct_request(
         let value = format!("Bearer {}", k.expose());
         // The key is the user's: a line break in it would end the header early.
         if let Err(e) = hyper::header::HeaderValue::from_str(&value) {
-            return Err(SendFailure::Failed(LlmError::Other(format!(
+            return Err(SendFailure::Failed(NetError::Other(format!(
                 "cannot build the request to {}: the API key holds a character a header cannot carry ({e})",
                 out.url
             ))));
@@ -302,26 +361,32 @@ fn direct_request(
 }
 
 /// A connection that could not be had, in the same classes reqwest's failures get.
-fn connect_error(e: ConnectError, url: &str, opts: &crate::ClientOptions) -> LlmError {
+fn connect_error(
+    e: ConnectError,
+    endpoint: &Endpoint,
+    url: &str,
+    opts: &ClientOptions,
+) -> NetError {
     match e {
-        ConnectError::Dns(d) => LlmError::Dns {
+        ConnectError::Dns(d) => NetError::Dns {
             host: d.host,
             detail: d.source.to_string(),
         },
-        ConnectError::Timeout => LlmError::Timeout {
+        ConnectError::Timeout => NetError::Timeout {
+            service: endpoint.service,
+            kind: TimeoutKind::Connect,
             phase: "connecting",
             after: opts.connect_timeout,
-            flag: "--connect-timeout",
         },
         ConnectError::Io { addr, source }
             if source.kind() == std::io::ErrorKind::ConnectionRefused =>
         {
-            LlmError::ConnectionRefused {
+            NetError::ConnectionRefused {
                 addr: addr.to_string(),
                 proxy: None,
             }
         }
-        other => LlmError::Connect {
+        other => NetError::Connect {
             url: url.into(),
             detail: chain(&other),
             proxy: None,

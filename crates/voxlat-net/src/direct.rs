@@ -7,12 +7,13 @@
 //!   request's task wakes, after the connection task read it and passed it over a channel.
 //!   At c=64 the 64 first tokens of a wave arrive together and one worker thread takes them in
 //!   turn; the last was stamped about a millisecond late. Here each read keeps the kernel's
-//!   receive stamp ([`voxlat_core::arrival`]).
+//!   receive stamp ([`crate::arrival`]).
 //! - **Cost.** No connection task, no channel hop and no wake-up per token: one task reads,
 //!   parses and stamps. The benchmark `ttft_accuracy` gives both figures.
 //!
 //! https, HTTP/2 and proxies stay with reqwest (`transport.rs` picks).
 
+use crate::arrival::{ArrivalStream, LastArrival};
 use crate::connection::{ConnProbe, DnsError};
 use crate::h1::{self, BodyReader, H1Error, Piece, ResponseHead};
 use bytes::{Buf, Bytes, BytesMut};
@@ -20,7 +21,6 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use voxlat_core::arrival::{ArrivalStream, LastArrival};
 use voxlat_core::{clock, Nanos};
 
 /// Idle connections kept at most; more than any concurrency a cell runs at would need.
@@ -68,7 +68,7 @@ impl ExchangeError {
     pub fn closed(&self) -> bool {
         match self {
             ExchangeError::Closed => true,
-            ExchangeError::Io(e) => crate::http_error::io_closed(e),
+            ExchangeError::Io(e) => crate::classify::io_closed(e),
             ExchangeError::Http(_) | ExchangeError::HeadTooLarge => false,
         }
     }
@@ -280,7 +280,7 @@ pub fn direct_target(url: &str, http2: bool) -> Option<DirectTarget> {
         url::Host::Ipv4(ip) => ip.to_string(),
         url::Host::Ipv6(ip) => ip.to_string(),
     };
-    if crate::http_error::env_proxy_for(url, &host).is_some() {
+    if crate::classify::env_proxy_for(url, &host).is_some() {
         return None;
     }
     let authority = match u.port() {

@@ -4,7 +4,7 @@
 
 use crate::config::{Endpoint, Service};
 use crate::connection::DnsError;
-use crate::error::{not_found_hint, truncate_body, LlmError};
+use crate::error::{not_found_hint, truncate_body, NetError, TimeoutKind};
 use futures_util::StreamExt;
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ pub async fn status_error(
     resp: reqwest::Response,
     url: &str,
     idle_timeout: Duration,
-) -> LlmError {
+) -> NetError {
     let status = resp.status().as_u16();
     let retry_after = header_str(&resp, "retry-after");
     let body = read_body(endpoint, resp, idle_timeout).await;
@@ -30,20 +30,20 @@ pub fn status_error_from(
     retry_after: Option<String>,
     body: String,
     url: &str,
-) -> LlmError {
+) -> NetError {
     match status {
-        401 | 403 => LlmError::Unauthorized {
+        401 | 403 => NetError::Unauthorized {
             status,
             url: url.to_string(),
             hint: auth_hint(endpoint),
             body,
         },
-        404 => LlmError::NotFound {
+        404 => NetError::NotFound {
             url: url.to_string(),
             hint: not_found_hint(&endpoint.base_url.value),
             body,
         },
-        _ => LlmError::Status {
+        _ => NetError::Status {
             status,
             url: url.to_string(),
             body,
@@ -107,7 +107,7 @@ pub fn classify(
     e: &reqwest::Error,
     url: &str,
     connect_timeout: Duration,
-) -> LlmError {
+) -> NetError {
     let detail = scrub(endpoint, &chain(e));
     let host = e.url().and_then(|u| u.host_str()).unwrap_or("").to_string();
     let addr = e
@@ -127,25 +127,26 @@ pub fn classify(
         }
     });
     if let Some((host, detail)) = dns {
-        return LlmError::Dns { host, detail };
+        return NetError::Dns { host, detail };
     }
     if tls {
-        return LlmError::Tls {
+        return NetError::Tls {
             url: url.into(),
             detail,
         };
     }
     if e.is_timeout() {
-        return LlmError::Timeout {
+        return NetError::Timeout {
+            service: endpoint.service,
+            kind: TimeoutKind::Connect,
             phase: "connecting",
             after: connect_timeout,
-            flag: "--connect-timeout",
         };
     }
     let proxy = env_proxy_for(url, &host);
     if e.is_connect() {
         if let Some(proxy) = proxy {
-            return LlmError::Proxy {
+            return NetError::Proxy {
                 url: url.into(),
                 proxy,
                 host,
@@ -153,15 +154,15 @@ pub fn classify(
             };
         }
         if refused {
-            return LlmError::ConnectionRefused { addr, proxy: None };
+            return NetError::ConnectionRefused { addr, proxy: None };
         }
-        return LlmError::Connect {
+        return NetError::Connect {
             url: url.into(),
             detail,
             proxy: None,
         };
     }
-    LlmError::Other(format!("request to {url} failed: {detail}"))
+    NetError::Other(format!("request to {url} failed: {detail}"))
 }
 
 /// The connection was closed, reset or broken before any byte of the response arrived: what
@@ -307,7 +308,7 @@ mod tests {
 
     fn hint(e: &Endpoint) -> String {
         match status_error_from(e, 401, None, String::new(), "http://x/v1/y") {
-            LlmError::Unauthorized { hint, .. } => hint,
+            NetError::Unauthorized { hint, .. } => hint,
             other => panic!("{other:?}"),
         }
     }
