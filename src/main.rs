@@ -79,8 +79,8 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
-            if let Some(hint) = common::timeout_advice(&e) {
-                eprintln!("{hint}");
+            if let Some(advice) = common::advice::for_error(&e) {
+                eprintln!("hint: {advice}");
             }
             ExitCode::from(2)
         }

@@ -7,18 +7,16 @@ use serde::Serialize;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DeviceError {
-    #[error("audio host `{name}` is not available here; available: {available}. Run `voxlat devices` to list them")]
+    #[error("audio host `{name}` is not available here; available: {available}")]
     UnknownHost { name: String, available: String },
     #[error("cannot open audio host {host}: {detail}")]
     Host { host: String, detail: String },
-    #[error("no default {direction} device on host {host}; pick one with --{direction} (see `voxlat devices`)")]
+    #[error("no default {direction} device on host {host}")]
     NoDefault {
         direction: &'static str,
         host: String,
     },
-    #[error(
-        "no {direction} device matches `{name}` on host {host}; run `voxlat devices` to list them"
-    )]
+    #[error("no {direction} device matches `{name}` on host {host}")]
     NotFound {
         direction: &'static str,
         name: String,

@@ -3,7 +3,7 @@
 //! travel, and how an HTTP call fails, is `voxlat-net`'s.
 //!
 //! TTFT ends at the first delta with non-empty content (reasoning or answer), never at the
-//! first byte or a role-only chunk: see `docs/latency-model.md`.
+//! first byte or a role-only chunk: see `docs/latency-model.md` §4 and `docs/bench-llm.md`.
 
 pub mod chunk;
 pub mod client;

@@ -393,7 +393,7 @@ async fn a_stream_longer_than_the_idle_timeout_that_keeps_talking_completes() {
 }
 
 /// The request's write is stamped between its send and its headers, and on a connection it
-/// opened, after that connection became ready: TTFT starts there (latency-model §12).
+/// opened, after that connection became ready: TTFT starts there (docs/bench-llm.md).
 #[tokio::test]
 async fn the_write_to_a_ready_connection_is_stamped() {
     let server = Builder::fixed(Script::default()).start().await;

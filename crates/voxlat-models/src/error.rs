@@ -19,7 +19,7 @@ pub enum ModelsError {
     },
     #[error("{0}")]
     Unavailable(Box<Unavailable>),
-    #[error("model `{model}` is not ready: {} ({reason}). Run `voxlat models fetch {model}`", path.display())]
+    #[error("model `{model}` is not ready: {} ({reason})", path.display())]
     NotFetched {
         model: String,
         path: PathBuf,

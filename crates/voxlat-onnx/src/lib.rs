@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 #[derive(Debug, thiserror::Error)]
 pub enum OnnxError {
-    #[error("ONNX Runtime library {path} does not exist. Run `voxlat models fetch onnxruntime`, or set ORT_DYLIB_PATH to a libonnxruntime.so of version 1.24 or newer")]
+    #[error("ONNX Runtime library {path} does not exist (version 1.24 or newer is needed)")]
     Missing { path: PathBuf },
-    #[error("cannot load ONNX Runtime from {path}: {detail}. Run `voxlat models fetch onnxruntime`, or set ORT_DYLIB_PATH to a libonnxruntime.so of version 1.24 or newer")]
+    #[error("cannot load ONNX Runtime from {path} (version 1.24 or newer is needed): {detail}")]
     Load { path: PathBuf, detail: String },
     #[error("ONNX Runtime was already loaded from {loaded} in this process; it cannot also be loaded from {requested}. Use one library per process")]
     Conflict { loaded: PathBuf, requested: PathBuf },

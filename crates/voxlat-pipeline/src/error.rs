@@ -25,10 +25,25 @@ impl From<VadError> for SourceError {
 /// A stage that could not be started.
 #[derive(Debug, thiserror::Error)]
 pub enum StageError {
-    #[error("cannot load the {stage} stage: {detail}")]
-    Load { stage: &'static str, detail: String },
+    /// The loader's own error, kept whole so the CLI can tell what to do about it; its words
+    /// are in this message, so it is not chained as a source as well.
+    #[error("cannot load the {stage} stage: {cause}")]
+    Load {
+        stage: &'static str,
+        cause: Box<dyn std::error::Error + Send + Sync>,
+    },
     #[error("cannot run the {stage} worker: {detail}")]
     Thread { stage: &'static str, detail: String },
+}
+
+impl StageError {
+    /// Why the stage did not load, as its loader said it.
+    pub fn cause(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
+        match self {
+            StageError::Load { cause, .. } => Some(cause.as_ref()),
+            StageError::Thread { .. } => None,
+        }
+    }
 }
 
 /// Why one turn failed. It is kept in the turn's record as its message.

@@ -61,7 +61,7 @@ impl AsrWorker {
     ) -> Result<AsrWorker, StageError>
     where
         T: Transcriber + 'static,
-        E: std::fmt::Display,
+        E: std::error::Error + Send + Sync + 'static,
     {
         let (tx, rx) = std_mpsc::channel::<AsrJob>();
         let (ready_tx, ready_rx) = std_mpsc::channel();
@@ -74,7 +74,8 @@ impl AsrWorker {
                         e
                     }
                     Err(e) => {
-                        let _ = ready_tx.send(Err(e.to_string()));
+                        let _ = ready_tx
+                            .send(Err(Box::new(e) as Box<dyn std::error::Error + Send + Sync>));
                         return;
                     }
                 };
@@ -107,9 +108,9 @@ impl AsrWorker {
                 tx: Some(tx),
                 thread: Some(thread),
             }),
-            Ok(Err(detail)) => Err(StageError::Load {
+            Ok(Err(cause)) => Err(StageError::Load {
                 stage: "asr",
-                detail,
+                cause,
             }),
             Err(_) => Err(StageError::Thread {
                 stage: "asr",
@@ -187,7 +188,7 @@ impl TtsWorker {
     ) -> Result<TtsWorker, StageError>
     where
         V: Synthesize + 'static,
-        E: std::fmt::Display,
+        E: std::error::Error + Send + Sync + 'static,
     {
         let (tx, rx) = std_mpsc::channel::<TtsMsg>();
         let (ready_tx, ready_rx) = std_mpsc::channel();
@@ -200,7 +201,8 @@ impl TtsWorker {
                         v
                     }
                     Err(e) => {
-                        let _ = ready_tx.send(Err(e.to_string()));
+                        let _ = ready_tx
+                            .send(Err(Box::new(e) as Box<dyn std::error::Error + Send + Sync>));
                         return;
                     }
                 };
@@ -212,10 +214,10 @@ impl TtsWorker {
             })?;
         let sample_rate = match ready_rx.recv() {
             Ok(Ok(rate)) => rate,
-            Ok(Err(detail)) => {
+            Ok(Err(cause)) => {
                 return Err(StageError::Load {
                     stage: "tts",
-                    detail,
+                    cause,
                 })
             }
             Err(_) => {

@@ -4,25 +4,25 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TtsError {
-    #[error("Piper voice file {path} does not exist. Run `voxlat models fetch piper-en_US-joe-medium` (or pass the path of an existing .onnx voice)")]
+    #[error("Piper voice file {path} does not exist")]
     ModelMissing { path: PathBuf },
-    #[error("cannot read Piper voice config {path}: {source}. Re-fetch the voice with `voxlat models fetch piper-en_US-joe-medium`")]
+    #[error("cannot read Piper voice config {path}: {source}")]
     ConfigRead {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("Piper voice config {path} is invalid: {detail}. Re-fetch the voice with `voxlat models fetch piper-en_US-joe-medium`")]
+    #[error("Piper voice config {path} is invalid: {detail}")]
     ConfigInvalid { path: PathBuf, detail: String },
-    #[error("ONNX Runtime library {path} does not exist. Run `voxlat models fetch onnxruntime`, or set ORT_DYLIB_PATH to a libonnxruntime.so of version 1.24 or newer")]
+    #[error("ONNX Runtime library {path} does not exist (version 1.24 or newer is needed)")]
     RuntimeMissing { path: PathBuf },
-    #[error("cannot load ONNX Runtime from {path}: {detail}. Run `voxlat models fetch onnxruntime`, or set ORT_DYLIB_PATH to a libonnxruntime.so of version 1.24 or newer")]
+    #[error("cannot load ONNX Runtime from {path} (version 1.24 or newer is needed): {detail}")]
     RuntimeLoad { path: PathBuf, detail: String },
     #[error("ONNX Runtime was already loaded from {loaded} in this process; it cannot also be loaded from {requested}. Use one library per process")]
     RuntimeConflict { loaded: PathBuf, requested: PathBuf },
     #[error("cannot find {what} in the models cache: {detail}")]
     Cache { what: &'static str, detail: String },
-    #[error("cannot load Piper voice {path}: {detail}. Re-fetch it with `voxlat models fetch piper-en_US-joe-medium`")]
+    #[error("cannot load Piper voice {path}: {detail}")]
     Session { path: PathBuf, detail: String },
     #[error("Piper voice {path} does not look like a Piper model: {detail}")]
     ModelContract { path: PathBuf, detail: String },

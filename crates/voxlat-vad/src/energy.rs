@@ -27,7 +27,7 @@ pub const BLOCK: usize = 80;
 pub const BELOW_PEAK_DB: f32 = 50.0;
 /// ... and only this far above the noise floor. 5 ms blocks of steady noise vary by about
 /// ±1 dB around their mean, and the floor is their minimum, so noise itself stays below.
-/// Set on the 17 bundled clips (docs/latency-model.md gives the measured error).
+/// Set on the 17 bundled clips (docs/benchmarks.md gives the measured error).
 pub const ABOVE_FLOOR_DB: f32 = 6.0;
 /// A block whose speech-band energy is this far below its whole energy (DC aside) is rumble
 /// or a thump, not speech. Low male vowels lose about 3–6 dB.

@@ -30,25 +30,24 @@ pub enum VadError {
     Frame(usize),
     #[error("invalid endpointer setting: {0}")]
     Config(String),
-    #[error("turn model {path}: {detail}. Run `voxlat models fetch smart-turn-v3.2`")]
+    #[error("turn model {path}: {detail}")]
     TurnModel {
         path: std::path::PathBuf,
         detail: String,
     },
-    #[error("Silero VAD model {path}: {detail}. Run `voxlat models fetch silero-vad`")]
+    #[error("Silero VAD model {path}: {detail}")]
     Silero {
         path: std::path::PathBuf,
         detail: String,
     },
-    /// The runtime under Silero or Smart Turn, not the model: its own message says how to
-    /// get one.
+    /// The runtime under Silero or Smart Turn, not the model.
     #[cfg(feature = "silero")]
     #[error(transparent)]
     OnnxRuntime(voxlat_onnx::OnnxError),
 }
 
 /// A model's session error as a [`VadError`]: a runtime failure as itself, anything else
-/// about the model through `model` (which names the model and how to fetch it).
+/// about the model through `model` (which names the model).
 #[cfg(feature = "silero")]
 fn session_error(e: voxlat_onnx::SessionError, model: impl FnOnce(String) -> VadError) -> VadError {
     match e {
