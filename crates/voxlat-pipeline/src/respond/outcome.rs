@@ -1,0 +1,105 @@
+//! What the turn's record says once the reply has played: where its time went, whether a
+//! barge-in ended it, and how good the spoken reply was.
+
+use super::interrupt;
+use crate::config::PipelineConfig;
+use crate::output::{Cancel, Played};
+use crate::quality::{self, Bounds};
+use crate::record::TurnRecord;
+use voxlat_core::{clock, EventKind, Timeline};
+
+/// The output's spans and counts; the chunks move into the record.
+pub(super) fn record_output(
+    rec: &mut TurnRecord,
+    tl: &Timeline,
+    played: &mut Played,
+    rate: u32,
+    cfg: &PipelineConfig,
+) {
+    for c in &played.chunks {
+        rec.push_span("tts", Some(c.started), c.first_audio);
+    }
+    let queued = tl.get(EventKind::PlayoutQueued);
+    rec.push_span("sink", played.first_arrival, queued);
+    rec.push_span("device", queued, tl.get(EventKind::PlayoutStart));
+    rec.underruns = played.underruns;
+    rec.underrun_ms = played.underrun_ms;
+    rec.device_xruns = played.xruns;
+    rec.reply_audio_s = played.samples.len() as f64 / f64::from(rate.max(1));
+    if let Some(dir) = &cfg.save_replies {
+        let path = dir.join(format!("{}-{}-{}.wav", rec.scenario, rec.turn, rec.repeat));
+        if let Err(e) = voxlat_audio::wav::write(&path, &played.samples, rate) {
+            tracing::warn!("{e}");
+        }
+    }
+    rec.chunks = std::mem::take(&mut played.chunks);
+}
+
+/// The expected keywords the reply text lacks.
+pub(super) fn record_keywords(rec: &mut TurnRecord, expect_keywords: &[String]) {
+    let lower = rec.reply_text.to_lowercase();
+    rec.missing_keywords = expect_keywords
+        .iter()
+        .filter(|k| !lower.contains(&k.to_lowercase()))
+        .cloned()
+        .collect();
+}
+
+/// Marks the turn interrupted if a barge-in cut the reply short. Cancelled with nothing
+/// heard (a speculative reply whose user resumed) is an interruption too, not a reply
+/// without audio.
+pub(super) fn ended_by_cancel(
+    rec: &mut TurnRecord,
+    tl: &Timeline,
+    cancel: &Cancel,
+    aborted: bool,
+    played: &Played,
+) -> bool {
+    let onset = *cancel.borrow();
+    let cut = aborted || played.stopped_at.is_some() || played.samples.is_empty();
+    let Some(onset) = onset.filter(|_| cut) else {
+        return false;
+    };
+    let during = if tl.get(EventKind::PlayoutStart).is_some() {
+        "playout"
+    } else if aborted {
+        "llm"
+    } else {
+        "tts"
+    };
+    interrupt(rec, during, onset);
+    if let Some(i) = rec.interrupted.as_mut() {
+        i.llm_aborted = aborted;
+        i.playback_stopped = played.stopped_at;
+        i.reaction_ms = played
+            .stopped_at
+            .map(|t| clock::ns_to_ms(t.signed_since(onset)));
+    }
+    true
+}
+
+/// The spoken reply's quality, and the same graded as the LLM wrote it: the filter withholds
+/// what would fail, so the spoken verdict alone would flatter the model.
+pub(super) fn grade(
+    rec: &mut TurnRecord,
+    spoken: &str,
+    user_text: &str,
+    system_prompt: &str,
+    expect_keywords: &[String],
+) {
+    let bounds = Bounds::default();
+    rec.quality = Some(quality::check(
+        spoken,
+        user_text,
+        system_prompt,
+        expect_keywords,
+        &bounds,
+    ));
+    rec.quality_before_filter = Some(quality::check(
+        &quality::before_filter(spoken, rec.dropped_tail.as_deref()),
+        user_text,
+        system_prompt,
+        expect_keywords,
+        &bounds,
+    ));
+}

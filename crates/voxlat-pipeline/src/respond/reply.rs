@@ -1,0 +1,166 @@
+//! The reply as it streams: LLM deltas through the clean-end chunker to TTS, and TTS audio to
+//! the output, all at once; a barge-in drops the request and skips what is still queued.
+
+use super::{cancelled, opened_at_commit, Hold, Pipeline, Progress, ProgressFn};
+use crate::error::TurnError;
+use crate::meter::Meter;
+use crate::output::{Cancel, Output, Played};
+use crate::record::TurnRecord;
+use crate::workers::TtsMsg;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use voxlat_core::{clock, EventKind, Timeline};
+use voxlat_llm::{ChatRequest, LlmError, StreamOutcome};
+use voxlat_tts::chunker::ChunkerConfig;
+use voxlat_tts::stream::ChunkAudio;
+use voxlat_tts::tail::CleanEndChunker;
+
+/// What the reply is asked with, and where it goes.
+pub(super) struct Ask<'a> {
+    pub req: &'a ChatRequest,
+    pub tl: &'a Arc<Timeline>,
+    /// Text in the reply's language, for the chunker's sentence rules.
+    pub language_hint: String,
+    pub output: &'a dyn Output,
+    pub cancel: &'a Cancel,
+    pub progress: &'a ProgressFn,
+    pub hold: Option<Hold>,
+    pub meter: Option<Meter>,
+}
+
+/// How the reply went.
+pub(super) struct Streamed {
+    /// A barge-in dropped the LLM request.
+    pub aborted: bool,
+    pub err: Option<LlmError>,
+    /// The chunks handed to TTS, in order.
+    pub spoken: Vec<String>,
+    pub played: Played,
+}
+
+impl Pipeline {
+    /// Streams the reply to the output and waits until it has played (or was stopped).
+    pub(super) async fn stream_reply(
+        &self,
+        ask: Ask<'_>,
+        rec: &mut TurnRecord,
+    ) -> Result<Streamed, TurnError> {
+        let Ask { tl, cancel, .. } = ask;
+        let (audio_tx, audio_rx) = mpsc::unbounded_channel::<ChunkAudio>();
+        let play = ask
+            .output
+            .play(tl.clone(), audio_rx, self.tts.sample_rate, cancel.clone());
+        let sink = tokio::spawn(match ask.hold {
+            Some(h) => opened_at_commit(play, h, cancel.clone()),
+            None => play,
+        });
+        let tts_cancel = Arc::new(AtomicBool::new(false));
+        self.tts.send(TtsMsg::Begin {
+            timeline: tl.clone(),
+            out: audio_tx,
+            cancel: tts_cancel.clone(),
+            meter: ask.meter.clone(),
+        });
+        let (llm, spoken) = self
+            .stream_text(ask.req, tl, &ask.language_hint, cancel, ask.progress)
+            .await;
+        let aborted = llm.is_none();
+        let err = match llm {
+            Some((outcome, err, dropped)) => {
+                rec.dropped_tail = dropped;
+                rec.reply_text = outcome.text.clone();
+                rec.llm = Some(outcome);
+                err
+            }
+            None => {
+                // The request future was dropped: the connection closes, and the server sees
+                // the client go away. Chunks still queued are not spoken.
+                tts_cancel.store(true, Ordering::Release);
+                rec.reply_text = spoken.streamed;
+                None
+            }
+        };
+        self.tts.send(TtsMsg::End);
+        // An abandoned request was busy until it was dropped.
+        let llm_busy = tl.get(EventKind::LlmSent).zip(
+            tl.get(EventKind::LlmDone)
+                .or_else(|| aborted.then(clock::now)),
+        );
+        if let (Some(m), Some((from, to))) = (&ask.meter, llm_busy) {
+            m.span(from, to);
+        }
+        rec.push_span("llm", llm_busy.map(|b| b.0), llm_busy.map(|b| b.1));
+        let played = sink.await.map_err(|e| TurnError::Output(e.to_string()))?;
+        tts_cancel.store(true, Ordering::Release);
+        Ok(Streamed {
+            aborted,
+            err,
+            spoken: spoken.chunks,
+            played,
+        })
+    }
+
+    /// The LLM stream, chunked for TTS as it comes: the outcome, its error and the tail the
+    /// chunker withheld; `None` if a barge-in came first.
+    async fn stream_text(
+        &self,
+        req: &ChatRequest,
+        tl: &Timeline,
+        language_hint: &str,
+        cancel: &Cancel,
+        progress: &ProgressFn,
+    ) -> (
+        Option<(StreamOutcome, Option<LlmError>, Option<String>)>,
+        Text,
+    ) {
+        // The clean-end chunker withholds a trailing fragment or stray token once the stream
+        // is done (voxlat_tts::tail), so Piper never speaks it.
+        let mut chunker = CleanEndChunker::new(ChunkerConfig {
+            first_chunk_max_chars: self.cfg.first_chunk_max_chars,
+            ..ChunkerConfig::default()
+        })
+        .with_language_of(language_hint);
+        let mut text = Text::default();
+        let result = {
+            let mut on_delta = |d: voxlat_llm::client::TextDelta<'_>| {
+                if !d.reasoning {
+                    progress(Progress::Reply(d.text));
+                    text.streamed.push_str(d.text);
+                    for c in chunker.push(d.text) {
+                        self.hand_over(tl, &mut text, c);
+                    }
+                }
+            };
+            tokio::select! {
+                r = self.llm.stream_chat(req, tl, &mut on_delta) => Some(r),
+                _ = cancelled(cancel.clone()) => None,
+            }
+        };
+        let Some((outcome, err)) = result else {
+            return (None, text);
+        };
+        let end = chunker.finish(outcome.finish_reason.as_deref() == Some("length"));
+        for c in end.chunks {
+            self.hand_over(tl, &mut text, c);
+        }
+        (Some((outcome, err, end.dropped)), text)
+    }
+
+    fn hand_over(&self, tl: &Timeline, text: &mut Text, chunk: String) {
+        text.chunks.push(chunk.clone());
+        let submitted = clock::now();
+        tl.mark_at(EventKind::FirstChunk, submitted);
+        self.tts.send(TtsMsg::Chunk {
+            text: chunk,
+            submitted,
+        });
+    }
+}
+
+/// The reply's text so far: as streamed, and as handed to TTS.
+#[derive(Default)]
+pub(super) struct Text {
+    pub streamed: String,
+    pub chunks: Vec<String>,
+}
