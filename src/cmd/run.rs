@@ -2,11 +2,10 @@
 //! speaker, one line per turn with the breakdown of where the delay went, barge-in, and the
 //! session's results in replay's schema.
 
-use crate::common::llm::attach_llm;
-use crate::common::remote::{RemoteStageArgs, RemoteStages};
+use crate::common::remote::RemoteStageArgs;
 use crate::common::reply::ReplyArgs;
-use crate::common::stages::{load_pipeline, ModelPaths, StageOptions};
-use crate::common::turn::{load_turn_model, TurnArgs};
+use crate::common::stack::{Stack, StackSpec};
+use crate::common::turn::TurnArgs;
 use crate::common::{shutdown_signal, telemetry_outcome};
 use crate::report::{
     live::{print_progress, turn_line},
@@ -22,9 +21,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use voxlat_audio::device::{self, Direction};
-use voxlat_core::threads::ThreadBudget;
 use voxlat_pipeline::live::{self, ListenerConfig, Speaker};
 use voxlat_pipeline::results::{ReplayResults, ResultsWriter};
+use voxlat_pipeline::setup::{ClockOffset, InputInfo, LiveSetup};
 use voxlat_pipeline::{
     PipelineConfig, Session, SessionError, SessionOptions, SourceEvent, TurnMeta, TurnRecord,
 };
@@ -198,11 +197,6 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             Capture::open(&input, voxlat_audio::PIPELINE_RATE, None)
         })?;
 
-    let remote = RemoteStages::resolve(&args.remote, args.llm_url.as_deref())?;
-    let budget = ThreadBudget::detect();
-    let store = voxlat_models::Store::open_default(None)?;
-    let models = ModelPaths::resolve(&store, args.voice.clone().or(file.voice.clone()))?;
-    let labels = remote.labels(&models);
     let defaults = PipelineConfig::default();
     let mut cfg = PipelineConfig {
         endpointer: endpointer.clone(),
@@ -226,49 +220,44 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     if let Some(d) = &args.save_replies {
         voxlat_core::fsio::ensure_writable_dir(d)?;
     }
-    let (endpoint, _server, _) = attach_llm(
-        &mut cfg,
-        &store,
-        args.llm_url.as_deref(),
-        args.model.as_deref(),
-        &args.output_dir,
-        &budget,
-        args.remote.allow_insecure_key,
-    )?;
-    let llm_url = endpoint.base_url.value.clone();
-    let opts = StageOptions {
+    let spec = StackSpec {
+        remote: &args.remote,
+        llm_url: args.llm_url.as_deref(),
+        model: args.model.as_deref(),
+        voice: args.voice.clone().or(file.voice.clone()),
+        output_dir: &args.output_dir,
+        callers: 1,
+        turn_model: args.turn.enabled().then_some(args.turn.turn_model.as_str()),
         llm_idle_timeout: Duration::from_secs(60),
         asr_fallback: args.asr_fallback,
-        remote,
     };
-    let mut pipeline = load_pipeline(cfg, &budget, &models, endpoint, opts)?;
-    if args.turn.enabled() {
-        let m = load_turn_model(&store, &models.runtime)?;
-        listener.turn_model = Some(m.clone());
-        pipeline = pipeline.with_turn_model(m);
-    }
+    let stack = Stack::start(spec, &mut cfg)?;
+    let pipeline = stack.pipeline(&cfg, 1)?;
+    listener.turn_model = stack.turn_model.clone();
 
-    let input_info = serde_json::json!({
-        "device": capture.device,
-        "rate": capture.rate,
-        "channels": capture.channels,
-        "clock_error_ns": capture.clock.error_ns,
-        "raised": capture.raised(),
+    let (monotonic_minus_process_ns, error_ns) = voxlat_audio::clockmap::monotonic_offset();
+    let mut stages = stack.stages.clone();
+    stages.live = Some(LiveSetup {
+        clock: ClockOffset {
+            monotonic_minus_process_ns: i64::try_from(monotonic_minus_process_ns)
+                .unwrap_or(i64::MIN),
+            error_ns,
+        },
+        host: host.id().name().to_string(),
+        input: InputInfo {
+            device: capture.device.clone(),
+            rate: capture.rate,
+            channels: capture.channels,
+            clock_error_ns: capture.clock.error_ns,
+            raised: capture.raised(),
+        },
+        output: speaker.info.clone(),
+        listener: listener.clone(),
+        input_dropped_samples: None,
+        input_xruns: None,
     });
-    let (mono, mono_err) = voxlat_audio::clockmap::monotonic_offset();
-    let stages = serde_json::json!({
-        "clock": { "monotonic_minus_process_ns": i64::try_from(mono).unwrap_or(i64::MIN), "error_ns": mono_err },
-        "asr": labels.0,
-        "tts": labels.1,
-        "onnxruntime": models.runtime.display().to_string(),
-        "asr_fallback": args.asr_fallback.name(),
-        "llm": llm_url,
-        "host": host.id().name(),
-        "input": input_info,
-        "output": speaker.info,
-        "listener": listener,
-    });
-    let mut results = ReplayResults::new(pipeline.cfg.clone(), budget, stages);
+    let mut results = ReplayResults::new(pipeline.cfg.clone(), stack.budget, stages);
+    results.llm_server_threads = stack.server_threads(1);
     results.timing_note = "live: speech_end is the endpointer's retro-dated end of speech on the microphone's own capture timestamps, mapped onto the process clock; endpoint is when its decision reached the pipeline; playout_queued is when the first reply sample was written to the output ring, playout_start when the device reports it leaves the speaker (its playback timestamp), so `device` is output buffering and device latency".into();
     let mut writer = ResultsWriter::with_prefix(&args.output_dir, "live", results)?;
     let telemetry = voxlat_telemetry::TurnTelemetry::start(args.metrics_addr.as_deref())?;
@@ -321,12 +310,15 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         writer.push(rec)?;
         Ok(())
     };
+    let watch = stack.crash_watch();
     let outcome: Result<bool> = rt.block_on(async {
         let mut signal = std::pin::pin!(shutdown_signal());
+        let mut crashed = std::pin::pin!(watch.crashed());
         let mut n = 0u32;
         loop {
             let next = tokio::select! {
                 _ = &mut signal => return Ok(true),
+                why = &mut crashed => anyhow::bail!("{why}"),
                 next = session.next_turn() => next,
             };
             let rec = match next {
@@ -357,9 +349,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             return Err(e.context(format!("results so far: {}", writer.json.display())));
         }
     };
-    if let Some(s) = writer.results.stages.as_object_mut() {
-        s.insert("input_dropped_samples".into(), dropped.into());
-        s.insert("input_xruns".into(), xruns.into());
+    if let Some(live) = writer.results.stages.live.as_mut() {
+        live.input_dropped_samples = Some(dropped);
+        live.input_xruns = Some(xruns);
     }
     writer.finish(interrupted)?;
     let html = writer.json.with_extension("html");

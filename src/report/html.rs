@@ -367,7 +367,7 @@ mod tests {
         let mut r = voxlat_pipeline::results::ReplayResults::new(
             voxlat_pipeline::PipelineConfig::default(),
             voxlat_core::threads::ThreadBudget::detect(),
-            serde_json::json!({}),
+            voxlat_pipeline::setup::Stages::default(),
         );
         let html = super::render(&r);
         assert!(!html.contains("Skipped"));

@@ -28,6 +28,7 @@ pub mod respond;
 pub mod results;
 pub mod scenario;
 pub mod session;
+pub mod setup;
 pub mod source;
 pub mod stages;
 pub mod sweep;

@@ -17,6 +17,7 @@
 use crate::config::PipelineConfig;
 use crate::levels::{levels, Level};
 use crate::record::{Aggregate, TurnRecord};
+use crate::setup::Stages;
 use crate::sweep::SweepRow;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -35,8 +36,9 @@ pub struct ReplayResults {
     /// to prefill); absent when the LLM was elsewhere (`--llm-url`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm_server_threads: Option<ThreadBudget>,
-    /// What each stage ran on (model files, LLM endpoint).
-    pub stages: serde_json::Value,
+    /// What each stage ran on (model files, LLM endpoint; live, the devices).
+    #[serde(default)]
+    pub stages: Stages,
     /// How `speech_end` and `endpoint` were timed.
     pub timing_note: String,
     pub scenarios: Vec<String>,
@@ -65,11 +67,7 @@ fn finished_default() -> bool {
 }
 
 impl ReplayResults {
-    pub fn new(
-        config: PipelineConfig,
-        threads: ThreadBudget,
-        stages: serde_json::Value,
-    ) -> ReplayResults {
+    pub fn new(config: PipelineConfig, threads: ThreadBudget, stages: Stages) -> ReplayResults {
         let timing_note = if config.fast {
             "unpaced (--fast): audio was fed as fast as possible, so endpointing is in audio time (speech_end is mapped onto the process clock at the endpointer's decision); every other segment is on the process clock"
         } else {
@@ -411,7 +409,7 @@ mod tests {
         ReplayResults::new(
             PipelineConfig::default(),
             ThreadBudget::detect(),
-            serde_json::json!({}),
+            crate::setup::Stages::default(),
         )
     }
 

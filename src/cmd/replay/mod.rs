@@ -3,20 +3,18 @@
 
 mod callers;
 
-use crate::common::llm::attach_llm;
-use crate::common::remote::{RemoteStageArgs, RemoteStages};
+use crate::common::remote::RemoteStageArgs;
 use crate::common::reply::ReplyArgs;
-use crate::common::stages::{load_pipeline, runtime_path, ModelPaths, StageOptions};
+use crate::common::stack::{Stack, StackSpec};
+use crate::common::stages::runtime_path;
 use crate::common::turn::{load_turn_model, TurnArgs};
 use crate::common::{parse_duration, shutdown_signal, StopSignal};
-use crate::embedded::EmbeddedServer;
 use crate::report::{print_levels, print_report, print_sweep};
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
-use voxlat_core::threads::ThreadBudget;
 use voxlat_pipeline::results::{ReplayResults, ResultsWriter};
 use voxlat_pipeline::{LoadedTurn, PipelineConfig, Scenario};
 use voxlat_vad::EndpointerConfig;
@@ -164,16 +162,6 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     }
     check_sessions(&args.sessions)?;
 
-    let remote = RemoteStages::resolve(&args.remote, args.llm_url.as_deref())?;
-    let budget = ThreadBudget::detect();
-    let store = voxlat_models::Store::open_default(None)?;
-    let models = ModelPaths::resolve(&store, None)?;
-    let labels = remote.labels(&models);
-    let turn_model = if args.turn.enabled() {
-        Some(load_turn_model(&store, &models.runtime)?)
-    } else {
-        None
-    };
     let mut cfg = PipelineConfig {
         endpointer,
         speculative_asr: args.provisional > 0,
@@ -185,32 +173,21 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         save_replies: args.save_replies.clone(),
         ..PipelineConfig::default()
     };
-    if let Some(d) = &args.save_replies {
-        std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
-    }
-
-    // With several callers, one's prefill overlaps the others' stages.
     let callers = args.sessions.iter().copied().max().unwrap_or(1) as usize;
-    let (endpoint, _server, llm_model) = attach_llm(
-        &mut cfg,
-        &store,
-        args.llm_url.as_deref(),
-        args.model.as_deref(),
-        &args.output_dir,
-        &budget.shared_by(callers),
-        args.remote.allow_insecure_key,
-    )?;
-    let stages = serde_json::json!({
-        "asr": labels.0,
-        "tts": labels.1,
-        "onnxruntime": models.runtime.display().to_string(),
-        "asr_fallback": args.asr_fallback.name(),
-        "turn_model": &args.turn.turn_model,
-        "llm": endpoint.base_url.value,
-        "llm_model": llm_model,
-    });
-    let mut results = ReplayResults::new(cfg.clone(), budget, stages);
-    results.llm_server_threads = _server.as_ref().map(|_| budget.shared_by(callers));
+    let spec = StackSpec {
+        remote: &args.remote,
+        llm_url: args.llm_url.as_deref(),
+        model: args.model.as_deref(),
+        voice: None,
+        output_dir: &args.output_dir,
+        callers,
+        turn_model: args.turn.enabled().then_some(args.turn.turn_model.as_str()),
+        llm_idle_timeout: args.idle_timeout,
+        asr_fallback: args.asr_fallback,
+    };
+    let stack = Stack::start(spec, &mut cfg)?;
+    let mut results = ReplayResults::new(cfg.clone(), stack.budget, stack.stages.clone());
+    results.llm_server_threads = stack.server_threads(callers);
     results.scenarios = scenarios
         .iter()
         .map(|(s, _)| s.path.display().to_string())
@@ -221,44 +198,23 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     if let Some(url) = telemetry.metrics_url() {
         eprintln!("metrics on {url}");
     }
-
-    let opts = StageOptions {
-        llm_idle_timeout: args.idle_timeout,
-        asr_fallback: args.asr_fallback,
-        remote,
-    };
     // One pipeline per caller (Whisper and Piper each hold one turn at a time), loaded per
     // level with the cores shared among the callers.
     let load_callers = |n: usize| -> Result<Vec<voxlat_pipeline::Pipeline>> {
-        let share = budget.shared_by(n);
-        (0..n)
-            .map(|_| {
-                let p =
-                    load_pipeline(cfg.clone(), &share, &models, endpoint.clone(), opts.clone())?;
-                Ok(match &turn_model {
-                    Some(m) => p.with_turn_model(m.clone()),
-                    None => p,
-                })
-            })
-            .collect()
+        (0..n).map(|_| stack.pipeline(&cfg, n)).collect()
     };
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let watch = _server.as_ref().map(EmbeddedServer::watch);
+    let watch = stack.crash_watch();
     let plan = plan(&scenarios, args.warmup, args.repeat);
     let stopped: Option<Stopped> = rt.block_on(async {
         let mut stop = std::pin::pin!(async {
             tokio::select! {
                 sig = shutdown_signal() => Stopped::Signal(sig),
-                why = async {
-                    match &watch {
-                        Some(w) => w.crashed().await,
-                        None => std::future::pending().await,
-                    }
-                } => Stopped::ServerCrashed(why),
+                why = watch.crashed() => Stopped::ServerCrashed(why),
             }
         });
         let levels: Vec<Option<u32>> = if args.sessions.is_empty() {

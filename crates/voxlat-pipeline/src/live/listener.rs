@@ -33,6 +33,20 @@ pub struct ListenerConfig {
     pub echo_tail_ms: u32,
 }
 
+// By hand: the turn model is a shared handle with nothing to show.
+impl std::fmt::Debug for ListenerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ListenerConfig")
+            .field("endpointer", &self.endpointer)
+            .field("turn_model", &self.turn_model.is_some())
+            .field("barge_in", &self.barge_in)
+            .field("barge_in_ratio", &self.barge_in_ratio)
+            .field("barge_in_floor_db", &self.barge_in_floor_db)
+            .field("echo_tail_ms", &self.echo_tail_ms)
+            .finish()
+    }
+}
+
 impl Default for ListenerConfig {
     fn default() -> Self {
         ListenerConfig {

@@ -41,7 +41,7 @@ enum SpeakerEvent {
 }
 
 /// What the output device is, for results.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct OutputInfo {
     pub device: String,
     pub rate: u32,

@@ -1,0 +1,137 @@
+//! The one way a talking command (`run`, `replay`) sets itself up: the thread budget, the
+//! models, the LLM (a given server, or the embedded one, watched for a crash), the end-of-turn
+//! model, the stages, and the `stages` block its results record. The copies this replaced
+//! had drifted: live never watched the embedded server, and each wrote its own keys.
+
+use crate::common::llm::attach_llm;
+use crate::common::remote::{RemoteStageArgs, RemoteStages};
+use crate::common::stages::{load_pipeline, ModelPaths, StageOptions};
+use crate::common::turn::load_turn_model;
+use crate::embedded::{EmbeddedServer, ServerWatch};
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use voxlat_asr::engine::Fallback;
+use voxlat_core::threads::ThreadBudget;
+use voxlat_net::config::Endpoint;
+use voxlat_pipeline::setup::Stages;
+use voxlat_pipeline::{Pipeline, PipelineConfig};
+use voxlat_vad::SharedScorer;
+
+/// What a command asks of its stack, from its flags.
+pub struct StackSpec<'a> {
+    pub remote: &'a RemoteStageArgs,
+    pub llm_url: Option<&'a str>,
+    /// The LLM: the embedded server's GGUF, or the remote server's model name.
+    pub model: Option<&'a str>,
+    /// A Piper voice instead of the default one.
+    pub voice: Option<PathBuf>,
+    /// Where the embedded server's log goes.
+    pub output_dir: &'a Path,
+    /// Callers sharing the cores (`--sessions`); 1 otherwise.
+    pub callers: usize,
+    /// `--turn-model`, when one is asked for.
+    pub turn_model: Option<&'a str>,
+    pub llm_idle_timeout: Duration,
+    pub asr_fallback: Fallback,
+}
+
+pub struct Stack {
+    /// The budget for one caller; [`Stack::pipeline`] shares it among several.
+    pub budget: ThreadBudget,
+    pub models: ModelPaths,
+    pub endpoint: Endpoint,
+    /// The embedded server, stopped when the stack is dropped.
+    pub server: Option<EmbeddedServer>,
+    pub turn_model: Option<SharedScorer>,
+    pub stages: Stages,
+    opts: StageOptions,
+}
+
+impl Stack {
+    /// Resolves the models and the LLM, and fits `cfg` to the LLM (its model name and
+    /// prompt). Checks the cheap things first: a wrong URL fails before any model loads.
+    pub fn start(spec: StackSpec<'_>, cfg: &mut PipelineConfig) -> Result<Stack> {
+        let remote = RemoteStages::resolve(spec.remote, spec.llm_url)?;
+        let budget = ThreadBudget::detect();
+        let store = voxlat_models::Store::open_default(None)?;
+        let models = ModelPaths::resolve(&store, spec.voice)?;
+        let turn_model = match spec.turn_model {
+            Some(_) => Some(load_turn_model(&store, &models.runtime)?),
+            None => None,
+        };
+        // With several callers, one's prefill overlaps the others' stages.
+        let (endpoint, server, llm_model) = attach_llm(
+            cfg,
+            &store,
+            spec.llm_url,
+            spec.model,
+            spec.output_dir,
+            &budget.shared_by(spec.callers),
+            spec.remote.allow_insecure_key,
+        )?;
+        let (asr, tts) = remote.labels(&models);
+        let stages = Stages {
+            asr,
+            tts,
+            onnxruntime: models.runtime.display().to_string(),
+            asr_fallback: spec.asr_fallback.name().into(),
+            turn_model: spec.turn_model.map(str::to_string),
+            llm: endpoint.base_url.value.clone(),
+            llm_model,
+            live: None,
+        };
+        let opts = StageOptions {
+            llm_idle_timeout: spec.llm_idle_timeout,
+            asr_fallback: spec.asr_fallback,
+            remote,
+        };
+        Ok(Stack {
+            budget,
+            models,
+            endpoint,
+            server,
+            turn_model,
+            stages,
+            opts,
+        })
+    }
+
+    /// One caller's pipeline, its stages loaded with the cores shared among `callers`.
+    pub fn pipeline(&self, cfg: &PipelineConfig, callers: usize) -> Result<Pipeline> {
+        let share = self.budget.shared_by(callers);
+        let p = load_pipeline(
+            cfg.clone(),
+            &share,
+            &self.models,
+            self.endpoint.clone(),
+            self.opts.clone(),
+        )?;
+        Ok(match &self.turn_model {
+            Some(m) => p.with_turn_model(m.clone()),
+            None => p,
+        })
+    }
+
+    /// What the embedded server ran with, for the results; `None` for a remote LLM.
+    pub fn server_threads(&self, callers: usize) -> Option<ThreadBudget> {
+        self.server.as_ref().map(|_| self.budget.shared_by(callers))
+    }
+
+    /// Resolves with how the embedded server died, if it does; never for a remote LLM.
+    pub fn crash_watch(&self) -> CrashWatch {
+        CrashWatch(self.server.as_ref().map(EmbeddedServer::watch))
+    }
+}
+
+/// The embedded server's death, awaited (owned, so a command's loop can hold it).
+pub struct CrashWatch(Option<ServerWatch>);
+
+impl CrashWatch {
+    pub async fn crashed(&self) -> String {
+        match &self.0 {
+            Some(w) => w.crashed().await,
+            None => std::future::pending().await,
+        }
+    }
+}
