@@ -152,7 +152,7 @@ mod tests {
             path: PathBuf::from("/cache/piper-en_US-lessac-medium/v.onnx"),
         };
         let e = anyhow::Error::new(voxlat_pipeline::StageError::Load {
-            stage: "tts",
+            stage: voxlat_pipeline::record::Stage::Tts,
             cause: Box::new(missing),
         });
         let advice = for_error(&e).unwrap();

@@ -249,7 +249,11 @@ fn waterfall(h: &mut String, r: &ReplayResults) {
         ev(EventKind::SpeechEnd),
         ev(EventKind::Endpoint),
     );
-    for s in t.busy.iter().filter(|s| s.stage == "asr") {
+    for s in t
+        .busy
+        .iter()
+        .filter(|s| s.stage == voxlat_pipeline::record::Stage::Asr)
+    {
         push("asr (compute)", Some(s.from), Some(s.to));
     }
     push(

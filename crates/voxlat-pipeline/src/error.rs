@@ -1,5 +1,6 @@
 //! What can go wrong in a session, as facts. The CLI turns them into advice.
 
+use crate::record::Stage;
 use voxlat_asr::engine::AsrError;
 use voxlat_llm::LlmError;
 use voxlat_vad::VadError;
@@ -29,11 +30,11 @@ pub enum StageError {
     /// are in this message, so it is not chained as a source as well.
     #[error("cannot load the {stage} stage: {cause}")]
     Load {
-        stage: &'static str,
+        stage: Stage,
         cause: Box<dyn std::error::Error + Send + Sync>,
     },
     #[error("cannot run the {stage} worker: {detail}")]
-    Thread { stage: &'static str, detail: String },
+    Thread { stage: Stage, detail: String },
 }
 
 impl StageError {

@@ -48,13 +48,59 @@ pub struct SpeculativeReply {
     pub compute_ms: f64,
 }
 
+/// Where a turn's time goes, by who spends it. Serialised as the lower-case names results
+/// files have always carried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// webrtc-vad classifying frames.
+    Vad,
+    /// From the speech end to the endpoint decision reaching the pipeline.
+    Endpointer,
+    Asr,
+    Llm,
+    Tts,
+    /// The output taking the reply's first audio in.
+    Sink,
+    /// The output buffer and the device until the first sample leaves the speaker.
+    Device,
+    /// The reply playing (where a barge-in can land).
+    Playout,
+}
+
+impl Stage {
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Vad => "vad",
+            Stage::Endpointer => "endpointer",
+            Stage::Asr => "asr",
+            Stage::Llm => "llm",
+            Stage::Tts => "tts",
+            Stage::Sink => "sink",
+            Stage::Device => "device",
+            Stage::Playout => "playout",
+        }
+    }
+
+    /// A stage that computes (the pipeline's overhead is time when none of these works).
+    pub fn computes(self) -> bool {
+        matches!(self, Stage::Asr | Stage::Llm | Stage::Tts)
+    }
+}
+
+impl std::fmt::Display for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// A turn cut short by the user speaking.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Interruption {
     /// When the user's new speech began (capture time).
     pub onset: Nanos,
-    /// The stage the turn was in: asr, llm (the request was in flight) or playout.
-    pub during: String,
+    /// The stage the turn was in: asr, llm (the request was in flight), tts or playout.
+    pub during: Stage,
     /// When the output device went silent (its own playback timestamp).
     pub playback_stopped: Option<Nanos>,
     /// onset → playback stopped.
@@ -66,7 +112,7 @@ pub struct Interruption {
 /// A span during which a stage worked on the turn (for the overhead figure).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BusySpan {
-    pub stage: String,
+    pub stage: Stage,
     pub from: Nanos,
     pub to: Nanos,
 }
@@ -199,13 +245,9 @@ pub struct TurnRecord {
 
 impl TurnRecord {
     /// Records a stage's busy span when both ends are known.
-    pub fn push_span(&mut self, stage: &str, from: Option<Nanos>, to: Option<Nanos>) {
+    pub fn push_span(&mut self, stage: Stage, from: Option<Nanos>, to: Option<Nanos>) {
         if let (Some(from), Some(to)) = (from, to) {
-            self.busy.push(BusySpan {
-                stage: stage.into(),
-                from,
-                to,
-            });
+            self.busy.push(BusySpan { stage, from, to });
         }
     }
 
@@ -291,7 +333,7 @@ impl TurnRecord {
     pub fn compute_ms(&self) -> f64 {
         self.busy
             .iter()
-            .filter(|b| matches!(b.stage.as_str(), "asr" | "llm" | "tts"))
+            .filter(|b| b.stage.computes())
             .map(|b| voxlat_core::clock::ns_to_ms(b.to.signed_since(b.from)).max(0.0))
             .sum()
     }
@@ -353,6 +395,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn stages_serialise_as_the_names_files_already_hold() {
+        let all = [
+            Stage::Vad,
+            Stage::Endpointer,
+            Stage::Asr,
+            Stage::Llm,
+            Stage::Tts,
+            Stage::Sink,
+            Stage::Device,
+            Stage::Playout,
+        ];
+        for s in all {
+            let json = serde_json::to_string(&s).unwrap();
+            assert_eq!(json, format!("\"{}\"", s.name()));
+            assert_eq!(serde_json::from_str::<Stage>(&json).unwrap(), s);
+        }
+        let old = r#"{"onset":5,"during":"llm","playback_stopped":null,"reaction_ms":null,"llm_aborted":true}"#;
+        let i: Interruption = serde_json::from_str(old).unwrap();
+        assert_eq!(i.during, Stage::Llm);
+        assert!(serde_json::from_str::<Stage>("\"lunch\"").is_err());
+    }
+
+    #[test]
     fn an_interrupted_turn_did_not_run_to_its_end() {
         assert!(!TurnOutcome::Interrupted.ran_to_end());
         for o in [TurnOutcome::Ok, TurnOutcome::Error, TurnOutcome::NoSpeech] {
@@ -362,7 +427,7 @@ mod tests {
 
     fn span(a: u64, b: u64) -> BusySpan {
         BusySpan {
-            stage: "x".into(),
+            stage: Stage::Asr,
             from: Nanos(a),
             to: Nanos(b),
         }

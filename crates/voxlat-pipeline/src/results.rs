@@ -548,7 +548,7 @@ mod tests {
         if t.outcome == crate::TurnOutcome::Interrupted {
             t.interrupted = Some(crate::record::Interruption {
                 onset: Nanos(at),
-                during: "playout".into(),
+                during: crate::record::Stage::Playout,
                 playback_stopped: Some(Nanos(at + 1)),
                 reaction_ms: Some(i as f64),
                 llm_aborted: false,

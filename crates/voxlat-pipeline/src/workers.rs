@@ -6,6 +6,7 @@
 
 use crate::error::StageError;
 use crate::meter::Meter;
+use crate::record::Stage;
 use crate::stages::Transcriber;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -100,7 +101,7 @@ impl AsrWorker {
                 }
             })
             .map_err(|e| StageError::Thread {
-                stage: "asr",
+                stage: Stage::Asr,
                 detail: e.to_string(),
             })?;
         match ready_rx.recv() {
@@ -109,11 +110,11 @@ impl AsrWorker {
                 thread: Some(thread),
             }),
             Ok(Err(cause)) => Err(StageError::Load {
-                stage: "asr",
+                stage: Stage::Asr,
                 cause,
             }),
             Err(_) => Err(StageError::Thread {
-                stage: "asr",
+                stage: Stage::Asr,
                 detail: "the worker thread ended while loading".into(),
             }),
         }
@@ -209,20 +210,20 @@ impl TtsWorker {
                 serve_tts(&mut voice, &rx);
             })
             .map_err(|e| StageError::Thread {
-                stage: "tts",
+                stage: Stage::Tts,
                 detail: e.to_string(),
             })?;
         let sample_rate = match ready_rx.recv() {
             Ok(Ok(rate)) => rate,
             Ok(Err(cause)) => {
                 return Err(StageError::Load {
-                    stage: "tts",
+                    stage: Stage::Tts,
                     cause,
                 })
             }
             Err(_) => {
                 return Err(StageError::Thread {
-                    stage: "tts",
+                    stage: Stage::Tts,
                     detail: "the worker thread ended while loading".into(),
                 })
             }

@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 use voxlat_core::{clock, EventKind, Nanos};
 use voxlat_llm::Message;
 use voxlat_pipeline::fake::{FakeAsr, FakeLlm, FakeTts};
+use voxlat_pipeline::record::Stage;
 use voxlat_pipeline::workers::{AsrWorker, TtsWorker};
 use voxlat_pipeline::{
     LoadedTurn, Pipeline, PipelineConfig, Scenario, Session, SessionError, SessionOptions,
@@ -242,7 +243,7 @@ fn speech_during_the_reply_cancels_the_turn_and_abandons_the_llm_request() {
     });
     assert_eq!(rec.outcome, TurnOutcome::Interrupted);
     let i = rec.interrupted.as_ref().expect("interruption recorded");
-    assert_eq!(i.during, "llm");
+    assert_eq!(i.during, Stage::Llm);
     assert!(i.llm_aborted);
     assert_eq!(
         f.llm.abandoned.load(Ordering::SeqCst),
@@ -271,7 +272,7 @@ fn a_barge_in_stops_a_reply_that_is_playing() {
     });
     assert_eq!(rec.outcome, TurnOutcome::Interrupted);
     let i = rec.interrupted.as_ref().expect("interruption recorded");
-    assert_eq!(i.during, "playout");
+    assert_eq!(i.during, Stage::Playout);
     assert_eq!(f.llm.abandoned.load(Ordering::SeqCst), 1);
     assert!(
         rec.events.contains_key(&EventKind::FirstChunk),

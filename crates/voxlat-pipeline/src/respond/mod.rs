@@ -11,7 +11,7 @@ use crate::config::PipelineConfig;
 use crate::error::TurnError;
 use crate::meter::Meter;
 use crate::output::{Cancel, Output, Played};
-use crate::record::{Interruption, TurnOutcome, TurnRecord};
+use crate::record::{Interruption, Stage, TurnOutcome, TurnRecord};
 use crate::stages::{BoxFuture, Replier};
 use crate::workers::{AsrResult, AsrWorker, TtsWorker};
 use std::sync::Arc;
@@ -192,11 +192,11 @@ impl Pipeline {
     }
 }
 
-fn interrupt(rec: &mut TurnRecord, stage: &str, onset: Nanos) {
+fn interrupt(rec: &mut TurnRecord, stage: Stage, onset: Nanos) {
     rec.outcome = TurnOutcome::Interrupted;
     rec.interrupted = Some(Interruption {
         onset,
-        during: stage.into(),
+        during: stage,
         playback_stopped: None,
         reaction_ms: None,
         llm_aborted: false,

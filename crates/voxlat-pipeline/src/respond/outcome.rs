@@ -5,7 +5,7 @@ use super::interrupt;
 use crate::config::PipelineConfig;
 use crate::output::{Cancel, Played};
 use crate::quality::{self, Bounds};
-use crate::record::TurnRecord;
+use crate::record::{Stage, TurnRecord};
 use voxlat_core::{clock, EventKind, Timeline};
 
 /// The output's spans and counts; the chunks move into the record.
@@ -17,11 +17,11 @@ pub(super) fn record_output(
     cfg: &PipelineConfig,
 ) {
     for c in &played.chunks {
-        rec.push_span("tts", Some(c.started), c.first_audio);
+        rec.push_span(Stage::Tts, Some(c.started), c.first_audio);
     }
     let queued = tl.get(EventKind::PlayoutQueued);
-    rec.push_span("sink", played.first_arrival, queued);
-    rec.push_span("device", queued, tl.get(EventKind::PlayoutStart));
+    rec.push_span(Stage::Sink, played.first_arrival, queued);
+    rec.push_span(Stage::Device, queued, tl.get(EventKind::PlayoutStart));
     rec.underruns = played.underruns;
     rec.underrun_ms = played.underrun_ms;
     rec.device_xruns = played.xruns;
@@ -61,11 +61,11 @@ pub(super) fn ended_by_cancel(
         return false;
     };
     let during = if tl.get(EventKind::PlayoutStart).is_some() {
-        "playout"
+        Stage::Playout
     } else if aborted {
-        "llm"
+        Stage::Llm
     } else {
-        "tts"
+        Stage::Tts
     };
     interrupt(rec, during, onset);
     if let Some(i) = rec.interrupted.as_mut() {

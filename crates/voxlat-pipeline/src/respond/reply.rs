@@ -5,7 +5,7 @@ use super::{cancelled, opened_at_commit, Hold, Pipeline, Progress, ProgressFn};
 use crate::error::TurnError;
 use crate::meter::Meter;
 use crate::output::{Cancel, Output, Played};
-use crate::record::TurnRecord;
+use crate::record::{Stage, TurnRecord};
 use crate::workers::TtsMsg;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -90,7 +90,7 @@ impl Pipeline {
         if let (Some(m), Some((from, to))) = (&ask.meter, llm_busy) {
             m.span(from, to);
         }
-        rec.push_span("llm", llm_busy.map(|b| b.0), llm_busy.map(|b| b.1));
+        rec.push_span(Stage::Llm, llm_busy.map(|b| b.0), llm_busy.map(|b| b.1));
         let played = sink.await.map_err(|e| TurnError::Output(e.to_string()))?;
         tts_cancel.store(true, Ordering::Release);
         Ok(Streamed {

@@ -3,7 +3,7 @@
 use super::{cancelled, interrupt};
 use crate::error::TurnError;
 use crate::output::Cancel;
-use crate::record::{BusySpan, TurnRecord};
+use crate::record::{BusySpan, Stage, TurnRecord};
 use crate::workers::AsrResult;
 use tokio::sync::oneshot;
 use voxlat_asr::engine::Transcript;
@@ -21,7 +21,7 @@ pub(super) async fn awaited(
     let asr = tokio::select! {
         r = &mut asr => r.map_err(|_| TurnError::AsrWorkerGone)?,
         onset = cancelled(cancel.clone()) => {
-            interrupt(rec, "asr", onset);
+            interrupt(rec, Stage::Asr, onset);
             // The decode finishes anyway: its words are what the next turn continues.
             if let Ok(Ok(t)) = asr.await.map(|r| r.transcript) {
                 rec.transcript = t.text;
@@ -31,7 +31,7 @@ pub(super) async fn awaited(
     };
     tl.mark_at(EventKind::AsrDone, Nanos(asr.finished.0.max(endpoint.0)));
     rec.busy.push(BusySpan {
-        stage: "asr".into(),
+        stage: Stage::Asr,
         from: asr.started,
         to: asr.finished,
     });

@@ -33,7 +33,7 @@ pub use inputs::{SessionOptions, SourceClock, SourceEvent, TurnMeta};
 use crate::error::SessionError;
 use crate::meter::{meter, Spent};
 use crate::output::Output;
-use crate::record::{BusySpan, TurnRecord};
+use crate::record::{BusySpan, Stage, TurnRecord};
 use crate::respond::{Pipeline, Progress, ProgressFn};
 use crate::workers::AsrResult;
 use std::future::Future;
@@ -337,13 +337,13 @@ impl<'p> Session<'p> {
                     .vad_busy
                     .iter()
                     .map(|&(from, to)| BusySpan {
-                        stage: "vad".into(),
+                        stage: Stage::Vad,
                         from: map(from),
                         to,
                     })
                     .collect();
                 busy.push(BusySpan {
-                    stage: "endpointer".into(),
+                    stage: Stage::Endpointer,
                     from: map(end),
                     to: received,
                 });
