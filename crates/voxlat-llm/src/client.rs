@@ -246,7 +246,6 @@ impl LlmClient {
         let text_cap = stream_text_cap(req.max_tokens);
         let mut parser = SseParser::new();
         let mut think = ThinkSplitter::new();
-        let mut chunks = chunk::StreamChunks::new();
         // The first error an event raised; the events after it in the same read are not read.
         let mut failed: Option<LlmError> = None;
         // One timer for the whole stream, pushed back lazily: a read only notes the arrival
@@ -307,9 +306,7 @@ impl LlmClient {
                     last_read = t;
                     parser.feed_with(&bytes, &mut |ev| {
                         if failed.is_none() {
-                            failed =
-                                handle_event(ev, t, tl, out, &mut think, &mut chunks, on_delta)
-                                    .err();
+                            failed = handle_event(ev, t, tl, out, &mut think, on_delta).err();
                         }
                     });
                     if let Some(e) = failed {
@@ -337,7 +334,7 @@ impl LlmClient {
         let t = clock::now();
         parser.finish_with(&mut |ev| {
             if failed.is_none() {
-                failed = handle_event(ev, t, tl, out, &mut think, &mut chunks, on_delta).err();
+                failed = handle_event(ev, t, tl, out, &mut think, on_delta).err();
             }
         });
         if let Some(e) = failed {
@@ -437,7 +434,6 @@ fn handle_event<F: FnMut(TextDelta<'_>)>(
     tl: &Timeline,
     out: &mut StreamOutcome,
     think: &mut ThinkSplitter,
-    chunks: &mut chunk::StreamChunks,
     on_delta: &mut F,
 ) -> Result<(), LlmError> {
     out.events += 1;
@@ -448,7 +444,7 @@ fn handle_event<F: FnMut(TextDelta<'_>)>(
             .unwrap_or_else(|_| ev.data.to_string());
         return Err(LlmError::StreamError { message });
     }
-    let payload = chunks.parse(ev.data).map_err(|e| LlmError::InvalidChunk {
+    let payload = chunk::parse_payload(ev.data).map_err(|e| LlmError::InvalidChunk {
         detail: e.to_string(),
         data: truncate_body(ev.data),
     })?;

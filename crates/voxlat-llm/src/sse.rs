@@ -113,13 +113,6 @@ impl SseParser {
                 self.after_cr = false;
                 continue;
             }
-            if self.line.is_empty() && !self.has_data {
-                if let Some(n) = self.whole_data_event(bytes, on_event) {
-                    bytes = &bytes[n..];
-                    self.after_cr = false;
-                    continue;
-                }
-            }
             match memchr::memchr2(b'\n', b'\r', bytes) {
                 Some(i) => {
                     self.after_cr = bytes[i] == b'\r';
@@ -138,32 +131,6 @@ impl SseParser {
                 }
             }
         }
-    }
-
-    /// The usual event, whole at the front of `bytes`: one `data:` line and a blank line, both
-    /// ending in `\n`. It is handed on from where it lies, without the copy into `data`, and
-    /// its length is returned; anything else is left to the line-by-line path, untouched.
-    fn whole_data_event<F: FnMut(SseEventRef<'_>)>(
-        &mut self,
-        bytes: &[u8],
-        on_event: &mut F,
-    ) -> Option<usize> {
-        let rest = bytes.strip_prefix(b"data:")?;
-        let end = memchr::memchr2(b'\n', b'\r', rest)?;
-        if rest[end] != b'\n' || rest.get(end + 1) != Some(&b'\n') {
-            return None;
-        }
-        let value = &rest[..end];
-        // A broken line takes the lossy path.
-        let data = std::str::from_utf8(value.strip_prefix(b" ").unwrap_or(value)).ok()?;
-        on_event(SseEventRef {
-            event: self.event.as_deref(),
-            data,
-            id: self.id.as_deref(),
-        });
-        // What dispatching does after an event; `id` persists, as the spec says.
-        self.event = None;
-        Some(b"data:".len() + end + 2)
     }
 
     /// At end of stream: dispatches an event that was not followed by a blank line (many

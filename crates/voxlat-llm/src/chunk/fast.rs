@@ -18,38 +18,9 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use std::borrow::Cow;
 
-/// [`parse_spanned`] without the span.
-#[cfg(test)]
+/// The chunk, where the payload has the common shape and is valid; else `None`.
 pub(super) fn parse(s: &str) -> Option<ChatChunk<'_>> {
-    parse_spanned(s).map(|(c, _)| c)
-}
-
-/// Where the text of a delta lies in its payload: the bytes between the quotes of the last
-/// of `content`, `reasoning_content` or `reasoning` that `choices[0].delta` held as a string
-/// without escapes (what [`super::template`] needs to read the next chunk of its stream).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct TextSpan {
-    pub start: usize,
-    pub end: usize,
-    pub field: TextField,
-}
-
-/// Which of the delta's text fields a [`TextSpan`] is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum TextField {
-    Content,
-    ReasoningContent,
-    Reasoning,
-}
-
-/// The chunk, where the payload has the common shape and is valid, with the span of the
-/// delta's text when it has one; else `None`.
-pub(super) fn parse_spanned(s: &str) -> Option<(ChatChunk<'_>, Option<TextSpan>)> {
-    let mut r = Reader {
-        s,
-        i: 0,
-        span: None,
-    };
+    let mut r = Reader { s, i: 0 };
     let mut c = ChatChunk::default();
     let mut seen = Seen::default();
     r.open(b'{')?;
@@ -82,7 +53,7 @@ pub(super) fn parse_spanned(s: &str) -> Option<(ChatChunk<'_>, Option<TextSpan>)
         }
     }
     r.ws();
-    (r.i == r.s.len()).then_some((c, r.span))
+    (r.i == r.s.len()).then_some(c)
 }
 
 /// Which fields of one object were read: serde's derive fails on a repeated field, so a
@@ -130,7 +101,6 @@ struct Reader<'a> {
     /// Byte offset of the next unread byte; always on a char boundary, since the reader only
     /// steps over ASCII and over whole values.
     i: usize,
-    span: Option<TextSpan>,
 }
 
 impl<'a> Reader<'a> {
@@ -315,15 +285,11 @@ impl<'a> Reader<'a> {
         self.open(b'{')?;
         let mut first = true;
         while let Some(key) = self.next_key(&mut first)? {
-            let (field, slot, text) = match key {
-                "role" => (0, &mut d.role, None),
-                "content" => (1, &mut d.content, Some(TextField::Content)),
-                "reasoning_content" => (
-                    2,
-                    &mut d.reasoning_content,
-                    Some(TextField::ReasoningContent),
-                ),
-                "reasoning" => (3, &mut d.reasoning, Some(TextField::Reasoning)),
+            let (field, slot) = match key {
+                "role" => (0, &mut d.role),
+                "content" => (1, &mut d.content),
+                "reasoning_content" => (2, &mut d.reasoning_content),
+                "reasoning" => (3, &mut d.reasoning),
                 _ => {
                     self.skip()?;
                     continue;
@@ -331,16 +297,6 @@ impl<'a> Reader<'a> {
             };
             seen.once(field)?;
             *slot = self.nullable_string()?;
-            if let (Some(field), Some(Cow::Borrowed(t))) = (text, &*slot) {
-                // Borrowed: the bytes between the quotes are the text itself; `i` is just
-                // past the closing quote.
-                let end = self.i - 1;
-                self.span = Some(TextSpan {
-                    start: end - t.len(),
-                    end,
-                    field,
-                });
-            }
         }
         Some(d)
     }

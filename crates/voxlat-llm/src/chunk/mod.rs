@@ -2,13 +2,9 @@
 //! in which fields they send, and an unknown field must never fail a stream.
 //!
 //! Every chunk of every stream is parsed here, so the common shape has a reader of its own
-//! (`fast`), and a stream's chunks that repeat the last one but for its text are read
-//! against it ([`StreamChunks`]); anything else, and every error, is serde_json's.
+//! (`fast`); anything else, and every error, is serde_json's.
 
 mod fast;
-mod template;
-
-pub use template::StreamChunks;
 
 use serde::de::{IgnoredAny, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -154,19 +150,12 @@ pub struct CompletionTokensDetails {
 
 /// One `data:` payload: a chunk, or `None` for the `[DONE]` marker.
 pub fn parse_payload(data: &str) -> Result<Option<ChatChunk<'_>>, serde_json::Error> {
-    parse_spanned(data).map(|c| c.map(|(c, _)| c))
-}
-
-/// [`parse_payload`], with where the delta's text lies when the fast reader found it.
-fn parse_spanned(
-    data: &str,
-) -> Result<Option<(ChatChunk<'_>, Option<fast::TextSpan>)>, serde_json::Error> {
     if data.trim() == "[DONE]" {
         return Ok(None);
     }
-    match fast::parse_spanned(data) {
+    match fast::parse(data) {
         Some(c) => Ok(Some(c)),
-        None => serde_json::from_str(data).map(|c| Some((c, None))),
+        None => serde_json::from_str(data).map(Some),
     }
 }
 
