@@ -26,6 +26,11 @@ use voxlat_core::clock::{self, Nanos};
 /// that is already queued, so the real-time clock must have jumped.
 const MAX_AGE_NS: i128 = 10_000_000_000;
 
+/// The most one read takes: far more than a token's event, and what the direct transport
+/// asks room for before each read.
+#[cfg(target_os = "linux")]
+const MAX_READ: usize = 8 * 1024;
+
 /// The arrival time of the newest bytes read from a stream, shared between the reader and
 /// whoever consumes what it read (an HTTP stack may read on the consumer's behalf).
 #[derive(Debug, Default)]
@@ -64,6 +69,13 @@ pub struct ArrivalStream {
     socket: Socket,
     last: Arc<LastArrival>,
     kernel: bool,
+    /// Where `recvmsg` puts the stamp.
+    #[cfg(target_os = "linux")]
+    control: Vec<u8>,
+    /// Where it puts the bytes: nix reads into initialised memory only, and zeroing the
+    /// caller's fresh buffer before every read cost more than copying what came.
+    #[cfg(target_os = "linux")]
+    scratch: Box<[u8]>,
 }
 
 /// On Linux the stream is read with `recvmsg` for the stamp, so it sits in the reactor as a
@@ -93,6 +105,10 @@ impl ArrivalStream {
             socket,
             last: Arc::default(),
             kernel,
+            #[cfg(target_os = "linux")]
+            control: sys::control_buffer(),
+            #[cfg(target_os = "linux")]
+            scratch: vec![0; MAX_READ].into_boxed_slice(),
         })
     }
 
@@ -147,20 +163,16 @@ impl AsyncRead for ArrivalStream {
         let this = self.get_mut();
         loop {
             let mut guard = std::task::ready!(this.socket.poll_read_ready(cx))?;
-            // SAFETY: recvmsg only writes into the unfilled part, and exactly `n` bytes of it
-            // are marked initialised below.
-            let unfilled = unsafe { buf.unfilled_mut() };
-            let room = unfilled.len();
-            match guard.try_io(|s| sys::recv(s.get_ref(), unfilled)) {
+            let room = buf.remaining().min(MAX_READ);
+            let into = &mut this.scratch[..room];
+            match guard.try_io(|s| sys::recv(s.get_ref(), into, &mut this.control)) {
                 Ok(Ok((n, stamp))) => {
                     // A short read drained the socket (the reactor is edge-triggered): say so
                     // now rather than learn it from one more read that finds nothing.
                     if n < room {
                         guard.clear_ready();
                     }
-                    // SAFETY: the kernel wrote n bytes.
-                    unsafe { buf.assume_init(n) };
-                    buf.advance(n);
+                    buf.put_slice(&this.scratch[..n]);
                     if n > 0 {
                         let now = clock::now();
                         match stamp.and_then(|ts| from_realtime(ts, sys::realtime_now(), now)) {
@@ -272,77 +284,52 @@ impl AsyncWrite for ArrivalStream {
     }
 }
 
+/// The socket calls, through nix: no hand-walked control messages.
 #[cfg(target_os = "linux")]
 mod sys {
-    use std::io;
-    use std::mem::MaybeUninit;
+    use nix::sys::socket::{recvmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags};
+    use nix::sys::time::TimeSpec;
+    use std::io::{self, IoSliceMut};
     use std::net::TcpStream;
     use std::os::fd::AsRawFd;
 
     pub fn enable(s: &TcpStream) -> io::Result<()> {
-        let on: libc::c_int = 1;
-        // SAFETY: a plain setsockopt on a socket we own, with an int option value.
-        let r = unsafe {
-            libc::setsockopt(
-                s.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_TIMESTAMPNS,
-                (&on as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if r == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
+        Ok(setsockopt(s, sockopt::ReceiveTimestampns, &true)?)
     }
 
+    /// CLOCK_REALTIME, the clock the kernel's receive stamps are on.
     pub fn realtime_now() -> i128 {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes the timespec we own.
-        unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-        ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as i128)
+    }
+
+    /// Room for the one control message a read carries, allocated once per stream.
+    pub fn control_buffer() -> Vec<u8> {
+        nix::cmsg_space!(TimeSpec)
     }
 
     /// One non-blocking `recvmsg`: the bytes, and the kernel's real-time receive stamp (ns) of
     /// the newest packet they came from, when it gave one.
-    pub fn recv(s: &TcpStream, buf: &mut [MaybeUninit<u8>]) -> io::Result<(usize, Option<i128>)> {
-        let mut iov = libc::iovec {
-            iov_base: buf.as_mut_ptr().cast(),
-            iov_len: buf.len(),
-        };
-        // u64s, so the control buffer is aligned for cmsghdr.
-        let mut control = [0u64; 8];
-        // SAFETY: msghdr is plain data; zeroed is a valid empty header.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = std::mem::size_of_val(&control) as _;
-        // SAFETY: every pointer in msg points into buffers that outlive the call.
-        let n = unsafe { libc::recvmsg(s.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
+    pub fn recv(
+        s: &TcpStream,
+        buf: &mut [u8],
+        control: &mut [u8],
+    ) -> io::Result<(usize, Option<i128>)> {
+        let mut iov = [IoSliceMut::new(buf)];
+        let msg = recvmsg::<()>(
+            s.as_raw_fd(),
+            &mut iov,
+            Some(control),
+            MsgFlags::MSG_DONTWAIT,
+        )?;
         let mut stamp = None;
-        // SAFETY: the CMSG_* macros walk the control buffer the kernel filled, bounded by
-        // msg_controllen; the timespec is read unaligned from the message's data.
-        unsafe {
-            let mut c = libc::CMSG_FIRSTHDR(&msg);
-            while !c.is_null() {
-                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
-                    let ts: libc::timespec =
-                        std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::timespec>());
-                    stamp = Some(ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128);
-                }
-                c = libc::CMSG_NXTHDR(&msg, c);
+        for c in msg.cmsgs()? {
+            if let ControlMessageOwned::ScmTimestampns(ts) = c {
+                stamp = Some(i128::from(ts.tv_sec()) * 1_000_000_000 + i128::from(ts.tv_nsec()));
             }
         }
-        Ok((n as usize, stamp))
+        Ok((msg.bytes, stamp))
     }
 }
 
