@@ -7,6 +7,7 @@ pub mod cpu;
 pub mod cutoff;
 pub mod event;
 pub mod fsio;
+pub mod mel;
 pub mod memory;
 pub mod remote;
 pub mod report;

@@ -8,7 +8,6 @@
 pub mod ct2;
 pub mod ggml;
 pub mod mapping;
-pub mod mel;
 pub mod vocab;
 
 use std::fs::File;
@@ -95,7 +94,7 @@ pub fn convert(
     }
     let tokens = vocab::decode_vocabulary(vocabulary)?;
     let n_mels = hp.n_mels as usize;
-    let mel = mel::slaney_mel_filters(SAMPLE_RATE, N_FFT, n_mels);
+    let mel = voxlat_core::mel::slaney_mel_filters(SAMPLE_RATE, N_FFT, n_mels);
 
     let mut w = Counting { inner: out, n: 0 };
     let write_err = |source| ConvertError::Io {

@@ -138,59 +138,17 @@ impl FeatureExtractor {
     }
 }
 
-fn hz_to_mel(hz: f64) -> f64 {
-    // Slaney: linear below 1 kHz, logarithmic above.
-    let (min_log_hz, min_log_mel, logstep) = (1000.0, 15.0, 6.4f64.ln() / 27.0);
-    if hz >= min_log_hz {
-        min_log_mel + (hz / min_log_hz).ln() / logstep
-    } else {
-        3.0 * hz / 200.0
-    }
-}
-
-fn mel_to_hz(mel: f64) -> f64 {
-    let (min_log_hz, min_log_mel, logstep) = (1000.0, 15.0, 6.4f64.ln() / 27.0);
-    if mel >= min_log_mel {
-        min_log_hz * (logstep * (mel - min_log_mel)).exp()
-    } else {
-        200.0 * mel / 3.0
-    }
-}
-
-/// Triangular filters between mel-spaced edges, each scaled to unit area (Slaney norm).
+/// Whisper's filterbank, the one the converter writes into Whisper's model file.
 fn slaney_mel_filters() -> Vec<f64> {
-    let nyquist = RATE as f64 / 2.0;
-    let (lo, hi) = (hz_to_mel(0.0), hz_to_mel(nyquist));
-    let edges: Vec<f64> = (0..MELS + 2)
-        .map(|i| mel_to_hz(lo + (hi - lo) * i as f64 / (MELS + 1) as f64))
-        .collect();
-    let bins: Vec<f64> = (0..BINS)
-        .map(|b| nyquist * b as f64 / (BINS - 1) as f64)
-        .collect();
-    let mut filters = vec![0.0; MELS * BINS];
-    for m in 0..MELS {
-        let (left, centre, right) = (edges[m], edges[m + 1], edges[m + 2]);
-        let area = 2.0 / (right - left);
-        for (b, &hz) in bins.iter().enumerate() {
-            let down = (hz - left) / (centre - left);
-            let up = (right - hz) / (right - centre);
-            filters[m * BINS + b] = down.min(up).max(0.0) * area;
-        }
-    }
-    filters
+    voxlat_core::mel::slaney_mel_filters(RATE as u32, N_FFT, MELS)
+        .into_iter()
+        .map(f64::from)
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn mel_scale_round_trips_and_is_linear_below_1_khz() {
-        for hz in [0.0, 300.0, 999.0, 1000.0, 4000.0, 8000.0] {
-            assert!((mel_to_hz(hz_to_mel(hz)) - hz).abs() < 1e-9, "{hz}");
-        }
-        assert!((hz_to_mel(500.0) - 7.5).abs() < 1e-12);
-    }
 
     #[test]
     fn each_filter_peaks_between_its_neighbours_and_covers_the_band() {

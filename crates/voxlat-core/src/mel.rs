@@ -1,6 +1,7 @@
-//! The mel filterbank whisper.cpp expects in the model file. CTranslate2 checkpoints do not
-//! carry it, so it is computed here exactly as librosa's `filters.mel(sr, n_fft, n_mels)` with
-//! the default Slaney mel scale and Slaney area normalisation.
+//! The Slaney mel filterbank, computed exactly as librosa's `filters.mel(sr, n_fft, n_mels)`
+//! (Slaney mel scale, Slaney area normalisation). Two stages need it and may not share code
+//! but through this crate: Whisper's model file carries it (CTranslate2 checkpoints do not,
+//! so the converter writes this one), and Smart Turn's features are Whisper's.
 
 const F_SP: f64 = 200.0 / 3.0;
 const MIN_LOG_HZ: f64 = 1000.0;
