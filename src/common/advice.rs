@@ -21,6 +21,15 @@ fn for_one(e: &(dyn Error + 'static)) -> Option<String> {
     if let Some((service, kind)) = timeout(e) {
         return Some(timeout_advice(service, kind));
     }
+    if let Some(NetError::Unauthorized { .. }) = net(e) {
+        return Some(
+            "--api-key gives the LLM's key (the speech servers have their own variables);              --allow-insecure-key sends a key over plain http to another machine"
+                .into(),
+        );
+    }
+    if let Some(voxlat_net::config::ConfigError::NoBaseUrl) = e.downcast_ref() {
+        return Some("--base-url (bench-llm) or --llm-url (run, replay) names the server".into());
+    }
     if let Some(e) = e.downcast_ref::<voxlat_asr::engine::AsrError>() {
         use voxlat_asr::engine::AsrError;
         return match e {
@@ -76,14 +85,17 @@ fn for_one(e: &(dyn Error + 'static)) -> Option<String> {
     None
 }
 
+/// A network failure, as itself or inside an LLM one.
+fn net<'a>(e: &'a (dyn Error + 'static)) -> Option<&'a NetError> {
+    e.downcast_ref::<NetError>()
+        .or_else(|| match e.downcast_ref::<voxlat_llm::LlmError>() {
+            Some(voxlat_llm::LlmError::Net(n)) => Some(n),
+            _ => None,
+        })
+}
+
 fn timeout(e: &(dyn Error + 'static)) -> Option<(Service, TimeoutKind)> {
-    let net =
-        e.downcast_ref::<NetError>()
-            .or_else(|| match e.downcast_ref::<voxlat_llm::LlmError>() {
-                Some(voxlat_llm::LlmError::Net(n)) => Some(n),
-                _ => None,
-            });
-    match net {
+    match net(e) {
         Some(NetError::Timeout { service, kind, .. }) => Some((*service, *kind)),
         _ => None,
     }
@@ -144,6 +156,14 @@ mod tests {
         assert!(for_error(&e).unwrap().contains("--asr-timeout"));
         let e = anyhow::anyhow!("not a network failure");
         assert_eq!(for_error(&e), None);
+        let denied = NetError::Unauthorized {
+            status: 401,
+            url: "http://h/v1".into(),
+            hint: String::new(),
+            body: String::new(),
+        };
+        let e = anyhow::Error::new(voxlat_llm::LlmError::from(denied));
+        assert!(for_error(&e).unwrap().contains("--api-key"));
     }
 
     #[test]

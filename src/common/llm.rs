@@ -98,8 +98,12 @@ fn connect_llm(
 pub fn warn_withheld(endpoint: &Endpoint) {
     if let Some(w) = &endpoint.withheld_key {
         if !matches!(w.reason, Withheld::OtherOrigin { .. }) {
+            let flag = match w.reason {
+                Withheld::PlainHttp => " (--allow-insecure-key sends it anyway)",
+                _ => "",
+            };
             eprintln!(
-                "warning: {}",
+                "warning: {}{flag}",
                 w.describe(endpoint.service, &endpoint.base_url.value)
             );
         }

@@ -223,9 +223,7 @@ fn auth_hint(endpoint: &Endpoint) -> String {
         );
     }
     match endpoint.service {
-        Service::Llm => {
-            "No API key was set: pass --api-key, or set VOXLAT_API_KEY (or OPENAI_API_KEY)".into()
-        }
+        Service::Llm => "No API key was set (VOXLAT_API_KEY or OPENAI_API_KEY)".into(),
         s => format!(
             "No API key was set: set {} (the LLM's key goes only to a server on the LLM's origin)",
             s.key_vars()[0]
@@ -326,7 +324,7 @@ mod tests {
             h.contains("withheld") && h.contains("env VOXLAT_API_KEY"),
             "{h}"
         );
-        assert!(h.contains("--allow-insecure-key"), "{h}");
+        assert!(h.contains("plain http"), "{h}");
         let llm = s.endpoint(Some("https://llm.example/v1"), None).unwrap();
         let asr = s
             .service_endpoint(
@@ -352,7 +350,7 @@ mod tests {
             "{}",
             hint(&bare)
         );
-        assert!(hint(&Endpoint::new("http://127.0.0.1:1/v1", None)).contains("--api-key"));
+        assert!(hint(&Endpoint::new("http://127.0.0.1:1/v1", None)).contains("VOXLAT_API_KEY"));
     }
 
     #[test]

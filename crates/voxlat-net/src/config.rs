@@ -150,7 +150,7 @@ pub struct Settings {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("no base URL: pass --base-url, or set VOXLAT_BASE_URL (or OPENAI_BASE_URL), e.g. VOXLAT_BASE_URL=http://127.0.0.1:8080/v1")]
+    #[error("no base URL: none was given, and neither VOXLAT_BASE_URL nor OPENAI_BASE_URL is set (e.g. VOXLAT_BASE_URL=http://127.0.0.1:8080/v1)")]
     NoBaseUrl,
     #[error("base URL {url:?} ({source_name}) is not an http:// or https:// URL")]
     BadBaseUrl { url: String, source_name: String },

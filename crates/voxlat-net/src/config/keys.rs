@@ -66,13 +66,13 @@ impl Withheld {
     /// Why, and the fix, in words.
     pub fn explain(&self, service: Service) -> String {
         match self {
-            Withheld::PlainHttp => "the URL is plain http:// to a host that is not loopback, so the key would cross the network in clear text; use https://, or pass --allow-insecure-key to send it anyway".into(),
+            Withheld::PlainHttp => "the URL is plain http:// to a host that is not loopback, so the key would cross the network in clear text; use https://, or allow keys over plain http".into(),
             Withheld::OtherOrigin { llm_origin } => format!(
                 "it is the LLM's key, sent only to servers on the LLM's origin ({llm_origin}); set {} for this server",
                 service.key_vars()[0]
             ),
             Withheld::DotEnvUrl { url_source } => format!(
-                "the URL comes from {url_source}, and a URL from a .env file gets only a key from the same file (or --api-key), never one from the environment"
+                "the URL comes from {url_source}, and a URL from a .env file gets only a key from the same file (or the command line), never one from the environment"
             ),
         }
     }
@@ -380,7 +380,7 @@ mod tests {
         );
         assert!(w
             .describe(Service::Llm, "http://10.0.0.5:8080/v1")
-            .contains("--allow-insecure-key"));
+            .contains("clear text"));
         // An explicit --api-key is held back too: the wire is what leaks it.
         let e = s
             .endpoint_from(url("http://gpu-box.lan/v1"), Some("sk-flag"))
