@@ -76,7 +76,8 @@ impl Stack {
             tts,
             onnxruntime: models.runtime.display().to_string(),
             asr_fallback: spec.asr_fallback.name().into(),
-            turn_model: spec.turn_model.map(str::to_string),
+            // "off" is written too, as results files always had it.
+            turn_model: Some(spec.turn_model.unwrap_or("off").to_string()),
             llm: endpoint.base_url.value.clone(),
             llm_model,
             live: None,

@@ -152,7 +152,7 @@ impl TtsClient {
             };
             let bad_audio = |e: crate::pcm::PcmError| {
                 NetError::Other(format!(
-                    "{url} sent audio voxlat cannot read: {e}. Ask for --tts-format pcm or wav"
+                    "{url} sent audio voxlat cannot read: {e}. Ask it for pcm or wav"
                 ))
             };
             self.http

@@ -45,7 +45,7 @@ pub(super) async fn handle(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 &id,
                 format!(
-                    "the upload is larger than this server's limit of {} bytes (--max-upload-mb)",
+                    "the upload is larger than this server's limit of {} bytes",
                     state.opts.max_upload_bytes
                 ),
             )
