@@ -612,3 +612,24 @@ fn every_turn_run_prints_is_in_its_results() {
         "{outcomes:?}"
     );
 }
+
+/// Live watches the embedded server as replay does: killed while the session listens, it
+/// ends the session with the reason, and the results file is written, marked interrupted.
+#[test]
+fn a_crash_of_the_embedded_server_ends_the_live_session_with_the_reason() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let pulse = Pulse::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let (child, log) = start_voxlat(&pulse, &out, &[]);
+    common::kill_embedded_server(child.id());
+    let (ok, all) = wait(child, log);
+    assert!(!ok, "the session went on without its LLM:\n{all}");
+    assert!(
+        all.contains("exited mid-run") && all.contains("killed by signal 9"),
+        "{all}"
+    );
+    assert!(!all.contains("panicked"), "{all}");
+    let r = results(&out);
+    assert_eq!(r["header"]["interrupted"], true, "{}", r["header"]);
+}
