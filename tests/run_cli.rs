@@ -95,10 +95,13 @@ impl Recorder {
         let input = device::pick(&host, Direction::Input, None).unwrap();
         let mut cap = Capture::open(&input, 16_000, Some(2400)).unwrap();
         let t0 = Instant::now();
-        while !cap.started() && t0.elapsed() < Duration::from_secs(10) {
+        while !cap.health().started() && t0.elapsed() < Duration::from_secs(10) {
             std::thread::sleep(Duration::from_millis(5));
         }
-        assert!(cap.started(), "the monitor source delivered nothing");
+        assert!(
+            cap.health().started(),
+            "the monitor source delivered nothing"
+        );
         let stop = Arc::new(AtomicBool::new(false));
         let samples = Arc::new(Mutex::new(Vec::new()));
         let (s, out) = (stop.clone(), samples.clone());

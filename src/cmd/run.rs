@@ -103,16 +103,8 @@ pub struct RunArgs {
     /// Give up if no turn started within this many seconds (headless use).
     #[arg(long, value_name = "SECONDS")]
     pub idle_timeout: Option<u64>,
-    /// Directory for results and the embedded server's log.
-    #[arg(long, default_value = "results")]
-    pub output_dir: PathBuf,
-    /// How a Whisper decode that ran away into a loop is decoded again: full-window,
-    /// wider-window (twice the fitted window, then the whole one), temperature or off.
-    #[arg(long, value_name = "HOW", default_value = "wider-window", value_parser = crate::common::parse_fallback)]
-    pub asr_fallback: voxlat_asr::engine::Fallback,
-    /// Write each reply as a WAV into this directory.
-    #[arg(long, value_name = "DIR")]
-    pub save_replies: Option<PathBuf>,
+    #[command(flatten)]
+    pub session: crate::common::session_args::SessionArgs,
 }
 
 /// The config file; every field optional.
@@ -212,24 +204,20 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             .clone()
             .or(file.system_prompt.clone())
             .unwrap_or(defaults.system_prompt.clone()),
-        save_replies: args.save_replies.clone(),
+        save_replies: args.session.save_replies.clone(),
         ..defaults
     };
-    // Before the server starts or a model loads, as replay does.
-    voxlat_core::fsio::ensure_writable_dir(&args.output_dir)?;
-    if let Some(d) = &args.save_replies {
-        voxlat_core::fsio::ensure_writable_dir(d)?;
-    }
+    args.session.ensure_writable()?;
     let spec = StackSpec {
         remote: &args.remote,
         llm_url: args.llm_url.as_deref(),
         model: args.model.as_deref(),
         voice: args.voice.clone().or(file.voice.clone()),
-        output_dir: &args.output_dir,
+        output_dir: &args.session.output_dir,
         callers: 1,
         turn_model: args.turn.enabled().then_some(args.turn.turn_model.as_str()),
         llm_idle_timeout: Duration::from_secs(60),
-        asr_fallback: args.asr_fallback,
+        asr_fallback: args.session.asr_fallback,
     };
     let stack = Stack::start(spec, &mut cfg)?;
     let pipeline = stack.pipeline(&cfg, 1)?;
@@ -249,7 +237,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             rate: capture.rate,
             channels: capture.channels,
             clock_error_ns: capture.clock.error_ns,
-            raised: capture.raised(),
+            raised: capture.health().raised(),
         },
         output: speaker.info.clone(),
         listener: listener.clone(),
@@ -259,7 +247,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let mut results = ReplayResults::new(pipeline.cfg.clone(), stack.budget, stages);
     results.llm_server_threads = stack.server_threads(1);
     results.timing_note = "live: speech_end is the endpointer's retro-dated end of speech on the microphone's own capture timestamps, mapped onto the process clock; endpoint is when its decision reached the pipeline; playout_queued is when the first reply sample was written to the output ring, playout_start when the device reports it leaves the speaker (its playback timestamp), so `device` is output buffering and device latency".into();
-    let mut writer = ResultsWriter::with_prefix(&args.output_dir, "live", results)?;
+    let mut writer = ResultsWriter::with_prefix(&args.session.output_dir, "live", results)?;
     let telemetry = voxlat_telemetry::TurnTelemetry::start(args.metrics_addr.as_deref())?;
     if let Some(url) = telemetry.metrics_url() {
         eprintln!("metrics on {url}");
@@ -272,11 +260,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let (mic_tx, mic_rx) = mpsc::channel::<SourceEvent>(256);
     let started = Instant::now();
     let mut capture = capture;
-    while !capture.started() && started.elapsed() < Duration::from_secs(5) {
+    while !capture.health().started() && started.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(5));
     }
     anyhow::ensure!(
-        capture.started(),
+        capture.health().started(),
         "the input device {} delivered no audio within 5 s",
         capture.device
     );

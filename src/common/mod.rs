@@ -6,6 +6,7 @@ pub mod duration;
 pub mod llm;
 pub mod remote;
 pub mod reply;
+pub mod session_args;
 pub mod signal;
 pub mod stack;
 pub mod stages;

@@ -37,7 +37,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     let t0 = Instant::now();
-    while !cap.started() && t0.elapsed() < Duration::from_secs(5) {
+    while !cap.health().started() && t0.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(5));
     }
     std::thread::sleep(Duration::from_millis(500));

@@ -10,7 +10,7 @@
 //! took twice as long live as in replay. This loop reads whatever whole periods are there and
 //! otherwise sleeps until the missing frames can have arrived; it never busy-waits.
 
-use crate::capture::{Flags, InStamp, RingWriter};
+use crate::capture::{InStamp, RingWriter, StreamHealth};
 use alsa::pcm::{Access, HwParams, IoFormat, PCM};
 use alsa::{Direction, ValueOr};
 use cpal::FromSample;
@@ -165,7 +165,7 @@ impl Reader {
 
 /// An overrun (EPIPE) is counted and the stream restarted; a suspend is resumed; a device
 /// that is gone ends the capture for the reader. Returns whether to go on.
-fn recover(pcm: &PCM, e: &alsa::Error, flags: &Flags) -> bool {
+fn recover(pcm: &PCM, e: &alsa::Error, flags: &StreamHealth) -> bool {
     match e.errno() {
         libc::EAGAIN => {
             std::thread::sleep(Duration::from_millis(1));
@@ -180,7 +180,7 @@ fn recover(pcm: &PCM, e: &alsa::Error, flags: &Flags) -> bool {
     }
 }
 
-fn fail(flags: &Flags) -> bool {
+fn fail(flags: &StreamHealth) -> bool {
     flags.failed.store(true, Ordering::Release);
     false
 }

@@ -27,33 +27,38 @@ pub(crate) struct InStamp {
     pub at_ns: u64,
 }
 
-/// Flags the callbacks raise for the reading side.
+/// What a stream's callbacks tell the reading side: capture and playback share it, so the
+/// memory orderings live in one place.
 #[derive(Default)]
-pub(crate) struct Flags {
-    pub started: AtomicBool,
-    pub failed: AtomicBool,
-    pub dropped: AtomicU64,
+pub struct StreamHealth {
+    pub(crate) started: AtomicBool,
+    pub(crate) failed: AtomicBool,
+    pub(crate) dropped: AtomicU64,
     /// Buffer under/overruns the driver reported (the callback came too late).
-    pub xruns: AtomicU64,
+    pub(crate) xruns: AtomicU64,
     /// The callback thread got a higher scheduling weight.
-    pub raised: AtomicBool,
+    pub(crate) raised: AtomicBool,
 }
 
-impl Flags {
-    // The reader's view, shared by capture and playback: one place for the memory orderings.
-    pub fn is_started(&self) -> bool {
+impl StreamHealth {
+    /// The callback has run at least once.
+    pub fn started(&self) -> bool {
         self.started.load(Ordering::Acquire)
     }
 
-    pub fn is_failed(&self) -> bool {
+    /// The stream reported an error (device unplugged, server gone).
+    pub fn failed(&self) -> bool {
         self.failed.load(Ordering::Acquire)
     }
 
-    pub fn is_raised(&self) -> bool {
+    /// Whether the callback thread got its higher scheduling weight (privileged processes).
+    pub fn raised(&self) -> bool {
         self.raised.load(Ordering::Relaxed)
     }
 
-    pub fn xrun_count(&self) -> u64 {
+    /// Under/overruns the driver reported: the callback ran too late, so capture lost audio
+    /// or playback played silence (heard as a click or gap), whatever the ring held.
+    pub fn xruns(&self) -> u64 {
         self.xruns.load(Ordering::Relaxed)
     }
 
@@ -86,7 +91,7 @@ pub struct Capture {
     backend: Backend,
     samples: HeapCons<f32>,
     stamps: HeapCons<InStamp>,
-    flags: Arc<Flags>,
+    flags: Arc<StreamHealth>,
     pub device: String,
     pub rate: u32,
     pub channels: u16,
@@ -106,7 +111,7 @@ struct Opened {
     backend: Backend,
     samples: HeapCons<f32>,
     stamps: HeapCons<InStamp>,
-    flags: Arc<Flags>,
+    flags: Arc<StreamHealth>,
     rate: u32,
     channels: u16,
     clock: StreamClock,
@@ -118,14 +123,14 @@ struct Rings {
     writer: RingWriter,
     samples: HeapCons<f32>,
     stamps: HeapCons<InStamp>,
-    flags: Arc<Flags>,
+    flags: Arc<StreamHealth>,
 }
 
 impl Rings {
     fn new(rate: u32) -> Rings {
         let (prod, samples) = HeapRb::<f32>::new(rate as usize * RING_SECONDS).split();
         let (stamp_prod, stamps) = HeapRb::<InStamp>::new(STAMPS).split();
-        let flags = Arc::new(Flags::default());
+        let flags = Arc::new(StreamHealth::default());
         Rings {
             writer: RingWriter {
                 samples: prod,
@@ -144,7 +149,7 @@ impl Rings {
 pub(crate) struct RingWriter {
     samples: HeapProd<f32>,
     stamps: HeapProd<InStamp>,
-    pub flags: Arc<Flags>,
+    pub flags: Arc<StreamHealth>,
 }
 
 impl Capture {
@@ -194,23 +199,9 @@ impl Capture {
         })
     }
 
-    pub fn started(&self) -> bool {
-        self.flags.is_started()
-    }
-
-    /// The stream reported an error (device unplugged, server gone).
-    pub fn failed(&self) -> bool {
-        self.flags.is_failed()
-    }
-
-    /// Whether the callback thread got its higher scheduling weight (privileged processes).
-    pub fn raised(&self) -> bool {
-        self.flags.is_raised()
-    }
-
-    /// Overruns the driver reported: audio lost because the callback ran too late.
-    pub fn xruns(&self) -> u64 {
-        self.flags.xrun_count()
+    /// What the stream's callbacks reported: started, failed, xruns.
+    pub fn health(&self) -> &StreamHealth {
+        &self.flags
     }
 
     /// Samples lost because the reader fell more than the ring's length behind.

@@ -5,7 +5,7 @@
 //! by discarding what is queued. [`crate::playout::ReplyPlayout`] turns the stamps into
 //! playout times and underruns.
 
-use crate::capture::Flags;
+use crate::capture::StreamHealth;
 use crate::clockmap::StreamClock;
 use crate::device::{device_id, DeviceError, Direction};
 use crate::playout::OutStamp;
@@ -25,7 +25,7 @@ pub struct Playback {
     prod: HeapProd<f32>,
     stamps: HeapCons<OutStamp>,
     flush: Arc<AtomicBool>,
-    flags: Arc<Flags>,
+    flags: Arc<StreamHealth>,
     pub device: String,
     pub rate: u32,
     pub channels: u16,
@@ -53,7 +53,7 @@ impl Playback {
         let (prod, cons) = HeapRb::<f32>::new(config.sample_rate as usize * RING_SECONDS).split();
         let (stamp_prod, stamps) = HeapRb::<OutStamp>::new(STAMPS).split();
         let flush = Arc::new(AtomicBool::new(false));
-        let flags = Arc::new(Flags::default());
+        let flags = Arc::new(StreamHealth::default());
         let (fl, fg) = (flush.clone(), flags.clone());
         use cpal::SampleFormat as F;
         let stream = match supported.sample_format() {
@@ -83,23 +83,9 @@ impl Playback {
         })
     }
 
-    pub fn started(&self) -> bool {
-        self.flags.is_started()
-    }
-
-    pub fn failed(&self) -> bool {
-        self.flags.is_failed()
-    }
-
-    /// Whether the callback thread got its higher scheduling weight (privileged processes).
-    pub fn raised(&self) -> bool {
-        self.flags.is_raised()
-    }
-
-    /// Underruns the driver reported: the callback ran too late and the device played
-    /// silence (heard as a click or gap), whatever the ring held.
-    pub fn xruns(&self) -> u64 {
-        self.flags.xrun_count()
+    /// What the stream's callbacks reported: started, failed, xruns.
+    pub fn health(&self) -> &StreamHealth {
+        &self.flags
     }
 
     /// Queues what fits of `samples` (mono, device rate); returns how many.
@@ -144,7 +130,7 @@ fn build<T>(
     mut cons: HeapCons<f32>,
     mut stamps: HeapProd<OutStamp>,
     flush: Arc<AtomicBool>,
-    flags: Arc<Flags>,
+    flags: Arc<StreamHealth>,
 ) -> Result<cpal::Stream, cpal::Error>
 where
     T: SizedSample + FromSample<f32>,

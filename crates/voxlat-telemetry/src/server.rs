@@ -103,21 +103,26 @@ impl ServerMetrics {
         };
         m.slots.set(slots as i64);
         let r = registry;
-        r.register(
-            "voxlat_server_queue_depth",
-            "Requests admitted and waiting for a free slot",
-            m.queue_depth.clone(),
-        );
-        r.register(
-            "voxlat_server_busy_slots",
-            "Slots generating right now",
-            m.busy_slots.clone(),
-        );
-        r.register(
-            "voxlat_server_slots",
-            "Slots (requests generated at once)",
-            m.slots.clone(),
-        );
+        let gauges = [
+            (
+                "voxlat_server_queue_depth",
+                "Requests admitted and waiting for a free slot",
+                &m.queue_depth,
+            ),
+            (
+                "voxlat_server_busy_slots",
+                "Slots generating right now",
+                &m.busy_slots,
+            ),
+            (
+                "voxlat_server_slots",
+                "Slots (requests generated at once)",
+                &m.slots,
+            ),
+        ];
+        for (name, help, g) in gauges {
+            r.register(name, help, g.clone());
+        }
         r.register(
             "voxlat_server_requests",
             "Chat requests by outcome (completed, cancelled, rejected, failed)",
@@ -148,31 +153,36 @@ impl ServerMetrics {
         for (name, help, h) in hists {
             r.register_with_unit(name, help, Unit::Seconds, h.clone());
         }
-        r.register(
-            "voxlat_server_prompt_tokens",
-            "Prompt tokens evaluated (not reused from the KV cache)",
-            m.prompt_tokens.clone(),
-        );
-        r.register(
-            "voxlat_server_cached_prompt_tokens",
-            "Prompt tokens reused from a slot's KV cache (prefix cache)",
-            m.cached_tokens.clone(),
-        );
-        r.register(
-            "voxlat_server_generated_tokens",
-            "Tokens generated",
-            m.generated_tokens.clone(),
-        );
-        r.register(
-            "voxlat_server_prefix_cache_hits",
-            "Completed requests that reused at least one cached prompt token",
-            m.cache_hits.clone(),
-        );
-        r.register(
-            "voxlat_server_prefix_cache_misses",
-            "Completed requests that reused no cached prompt token",
-            m.cache_misses.clone(),
-        );
+        let counters = [
+            (
+                "voxlat_server_prompt_tokens",
+                "Prompt tokens evaluated (not reused from the KV cache)",
+                &m.prompt_tokens,
+            ),
+            (
+                "voxlat_server_cached_prompt_tokens",
+                "Prompt tokens reused from a slot's KV cache (prefix cache)",
+                &m.cached_tokens,
+            ),
+            (
+                "voxlat_server_generated_tokens",
+                "Tokens generated",
+                &m.generated_tokens,
+            ),
+            (
+                "voxlat_server_prefix_cache_hits",
+                "Completed requests that reused at least one cached prompt token",
+                &m.cache_hits,
+            ),
+            (
+                "voxlat_server_prefix_cache_misses",
+                "Completed requests that reused no cached prompt token",
+                &m.cache_misses,
+            ),
+        ];
+        for (name, help, c) in counters {
+            r.register(name, help, c.clone());
+        }
         for o in [
             RequestOutcome::Completed,
             RequestOutcome::Cancelled,

@@ -76,16 +76,8 @@ pub struct ReplayArgs {
     /// Piper, so on 2 cores the embedded levels stay small; remote stages scale further.
     #[arg(long, value_delimiter = ',', value_name = "N,…")]
     pub sessions: Vec<u32>,
-    /// Directory for results (JSON, CSV, HTML) and the embedded server's log.
-    #[arg(long, default_value = "results")]
-    pub output_dir: PathBuf,
-    /// How a Whisper decode that ran away into a loop is decoded again: full-window,
-    /// wider-window (twice the fitted window, then the whole one), temperature or off.
-    #[arg(long, value_name = "HOW", default_value = "wider-window", value_parser = crate::common::parse_fallback)]
-    pub asr_fallback: voxlat_asr::engine::Fallback,
-    /// Write each reply as a WAV into this directory.
-    #[arg(long, value_name = "DIR")]
-    pub save_replies: Option<PathBuf>,
+    #[command(flatten)]
+    pub session: crate::common::session_args::SessionArgs,
     /// Longest silence between two reads of the LLM stream before the turn fails as a timeout.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     pub idle_timeout: Duration,
@@ -147,12 +139,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     endpointer.validate()?;
     args.turn
         .apply(&mut endpointer.turn, endpointer.hangover_ms)?;
-    // Before the server starts or a model loads: an unwritable or full output directory must
-    // not be discovered after the measuring.
-    voxlat_core::fsio::ensure_writable_dir(&args.output_dir)?;
-    if let Some(d) = &args.save_replies {
-        voxlat_core::fsio::ensure_writable_dir(d)?;
-    }
+    args.session.ensure_writable()?;
     if !args.sweep_hangover.is_empty() || !args.sweep_turn_high.is_empty() {
         anyhow::ensure!(
             args.sessions.is_empty(),
@@ -170,7 +157,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         history_cap: usize::from(args.reply.history),
         fast: args.fast,
         max_tokens: args.max_tokens,
-        save_replies: args.save_replies.clone(),
+        save_replies: args.session.save_replies.clone(),
         ..PipelineConfig::default()
     };
     let callers = args.sessions.iter().copied().max().unwrap_or(1) as usize;
@@ -179,11 +166,11 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         llm_url: args.llm_url.as_deref(),
         model: args.model.as_deref(),
         voice: None,
-        output_dir: &args.output_dir,
+        output_dir: &args.session.output_dir,
         callers,
         turn_model: args.turn.enabled().then_some(args.turn.turn_model.as_str()),
         llm_idle_timeout: args.idle_timeout,
-        asr_fallback: args.asr_fallback,
+        asr_fallback: args.session.asr_fallback,
     };
     let stack = Stack::start(spec, &mut cfg)?;
     let mut results = ReplayResults::new(cfg.clone(), stack.budget, stack.stages.clone());
@@ -193,7 +180,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         .map(|(s, _)| s.path.display().to_string())
         .collect();
     results.skipped = skipped;
-    let mut writer = ResultsWriter::new(&args.output_dir, results)?;
+    let mut writer = ResultsWriter::new(&args.session.output_dir, results)?;
     let telemetry = voxlat_telemetry::TurnTelemetry::start(args.metrics_addr.as_deref())?;
     if let Some(url) = telemetry.metrics_url() {
         eprintln!("metrics on {url}");
@@ -329,8 +316,8 @@ fn sweep(args: &ReplayArgs, turns: &[LoadedTurn], base: &EndpointerConfig) -> Re
     };
     let report = voxlat_pipeline::sweep::sweep(turns, base, &policies, model)?;
     print_sweep(&report);
-    voxlat_core::fsio::ensure_writable_dir(&args.output_dir)?;
-    let path: PathBuf = Path::new(&args.output_dir).join(format!(
+    voxlat_core::fsio::ensure_writable_dir(&args.session.output_dir)?;
+    let path: PathBuf = Path::new(&args.session.output_dir).join(format!(
         "sweep-{}.json",
         voxlat_core::clock::wall_label_compact()
     ));

@@ -78,7 +78,7 @@ pub fn spawn_listener(
                 Ok(e) => e,
                 Err(e) => {
                     send(SourceEvent::Failed(e.into()));
-                    return (capture.dropped(), capture.xruns());
+                    return (capture.dropped(), capture.health().xruns());
                 }
             };
             let floor = 10f32.powf(cfg.barge_in_floor_db / 20.0);
@@ -99,7 +99,7 @@ pub fn spawn_listener(
                     Err(e) => send(SourceEvent::Failed(e.into())),
                 };
             while !stop.load(Ordering::Acquire) {
-                if capture.failed() {
+                if capture.health().failed() {
                     send(SourceEvent::Failed(SourceError::DeviceStopped {
                         device: capture.device.clone(),
                     }));
@@ -148,11 +148,11 @@ pub fn spawn_listener(
                     // The endpointer hears the new utterance from before its onset.
                     for f in recent.drain(..) {
                         if !feed(&mut ep, &f) {
-                            return (capture.dropped(), capture.xruns());
+                            return (capture.dropped(), capture.health().xruns());
                         }
                     }
                 }
             }
-            (capture.dropped(), capture.xruns())
+            (capture.dropped(), capture.health().xruns())
         })
 }

@@ -85,10 +85,10 @@ impl Speaker {
             clock_error_ns: playback.clock.error_ns,
             raised: {
                 let t0 = std::time::Instant::now();
-                while !playback.started() && t0.elapsed() < Duration::from_secs(2) {
+                while !playback.health().started() && t0.elapsed() < Duration::from_secs(2) {
                     std::thread::sleep(POLL);
                 }
-                playback.raised()
+                playback.health().raised()
             },
         };
         let e = echo.clone();
@@ -207,7 +207,7 @@ fn speaker_thread(
                         pending: VecDeque::new(),
                         audio: Vec::new(),
                         queued: None,
-                        xruns_before: out.xruns(),
+                        xruns_before: out.health().xruns(),
                         started: false,
                         ended: false,
                         stop: false,
@@ -315,7 +315,7 @@ fn speaker_thread(
                 stopped,
                 underruns,
                 underrun_ms,
-                xruns: out.xruns() - a.xruns_before,
+                xruns: out.health().xruns() - a.xruns_before,
             });
             active = None;
         }
