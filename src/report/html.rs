@@ -59,17 +59,12 @@ pub fn render(r: &ReplayResults) -> String {
     }
     // Aggregate table.
     h.push_str("<h2>User stopped speaking → first audio</h2><table><tr><th>ms</th><th>n</th><th>mean</th><th>P50</th><th>P95</th><th>P99</th><th>max</th></tr>");
-    for (name, s) in a
-        .segments
-        .iter()
-        .map(|(n, s)| (n.as_str(), Some(s)))
-        .chain([
-            ("total", a.total.as_ref()),
-            ("overhead (no stage working)", a.overhead.as_ref()),
-        ])
-    {
+    for (name, s) in a.segments.iter().map(|(n, s)| (n.name(), Some(s))).chain([
+        ("total", a.total.as_ref()),
+        ("overhead (no stage working)", a.overhead.as_ref()),
+    ]) {
         if let Some(s) = s {
-            let mark = if a.dominant_p50.as_deref() == Some(name) {
+            let mark = if a.dominant_p50.map(|d| d.name()) == Some(name) {
                 " ◀ dominant (P50)"
             } else {
                 ""
@@ -80,9 +75,9 @@ pub fn render(r: &ReplayResults) -> String {
     let _ = write!(
         h,
         "</table><p>Dominant stage: <b>{}</b> at P50{}. Segments sum exactly to the total: {}.</p>",
-        esc(a.dominant_p50.as_deref().unwrap_or("-")),
+        esc(a.dominant_p50.map_or("-", |d| d.name())),
         match (&a.dominant_p95, &a.dominant_p50) {
-            (Some(p95), Some(p50)) if p95 != p50 => format!(", <b>{}</b> at P95", esc(p95)),
+            (Some(p95), Some(p50)) if p95 != p50 => format!(", <b>{}</b> at P95", esc(p95.name())),
             _ => String::new(),
         },
         if a.sums_exact { "yes" } else { "<b>NO</b>" }
@@ -165,14 +160,14 @@ fn distributions(h: &mut String, r: &ReplayResults) {
     let steps: Vec<&str> = VOICE_TO_VOICE
         .steps
         .iter()
-        .map(|s| s.name)
+        .map(|s| s.name.name())
         .chain(["total"])
         .collect();
     let value = |b: &voxlat_core::segments::Breakdown, name: &str| {
         if name == "total" {
             Some(b.total_ns)
         } else {
-            b.segment_ns(name)
+            b.segments.iter().find(|s| s.name == name).map(|s| s.ns)
         }
     };
     let max = turns

@@ -28,7 +28,7 @@ pub fn levels(h: &mut String, r: &ReplayResults) {
     let names: Vec<&str> = VOICE_TO_VOICE
         .steps
         .iter()
-        .map(|s| s.name)
+        .map(|s| s.name.name())
         .chain(["total"])
         .collect();
     let max = r
@@ -98,7 +98,7 @@ pub fn levels(h: &mut String, r: &ReplayResults) {
         let _ = write!(
             h,
             "<p>Saturates first: <b>{}</b> (P50 {:.0} ms with {} caller(s), {:.0} ms with {}).</p>",
-            esc(&g.segment),
+            esc(g.segment.name()),
             g.p50_from_ms,
             g.from,
             g.p50_to_ms,

@@ -9,7 +9,7 @@ pub fn print_levels(r: &ReplayResults) {
         let a = &l.aggregate;
         let mut t = Table::new(&["ms", "n", "mean", "p50", "p95", "p99", "max"]);
         for (name, s) in &a.segments {
-            t.summary_row(name, Some(s));
+            t.summary_row(name.name(), Some(s));
         }
         t.summary_row("total", a.total.as_ref());
         print!(

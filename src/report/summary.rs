@@ -69,7 +69,7 @@ pub fn print_report(r: &ReplayResults) {
     let a = &r.aggregate;
     let mut t = Table::new(&["ms", "n", "mean", "p50", "p95", "p99", "max"]);
     for (name, s) in &a.segments {
-        let mark = if a.dominant_p50.as_deref() == Some(name) {
+        let mark = if a.dominant_p50 == Some(*name) {
             " *"
         } else {
             ""
@@ -88,7 +88,7 @@ pub fn print_report(r: &ReplayResults) {
     );
     println!(
         "Dominant stage (*): {} at P50{}. Segments sum exactly to the total: {}. Playout underruns: {}. Mean WER {}.",
-        a.dominant_p50.as_deref().unwrap_or("-"),
+        a.dominant_p50.map_or("-", |d| d.name()),
         match (&a.dominant_p95, &a.dominant_p50) {
             (Some(p95), Some(p50)) if p95 != p50 => format!(", {p95} at P95"),
             _ => String::new(),

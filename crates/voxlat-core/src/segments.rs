@@ -9,10 +9,66 @@ use crate::event::EventKind;
 use crate::timeline::TimelineSnapshot;
 use serde::{Deserialize, Serialize};
 
+/// A segment's name, written in tables and results as the snake-case string `name` gives.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Segment {
+    // Voice to voice.
+    Endpointing,
+    Asr,
+    LlmTtft,
+    LlmThinking,
+    LlmFirstChunk,
+    TtsFirstAudio,
+    Playout,
+    Device,
+    // One LLM request.
+    Headers,
+    FirstEvent,
+    FirstToken,
+    Generation,
+}
+
+impl Segment {
+    pub fn name(self) -> &'static str {
+        match self {
+            Segment::Endpointing => "endpointing",
+            Segment::Asr => "asr",
+            Segment::LlmTtft => "llm_ttft",
+            Segment::LlmThinking => "llm_thinking",
+            Segment::LlmFirstChunk => "llm_first_chunk",
+            Segment::TtsFirstAudio => "tts_first_audio",
+            Segment::Playout => "playout",
+            Segment::Device => "device",
+            Segment::Headers => "headers",
+            Segment::FirstEvent => "first_event",
+            Segment::FirstToken => "first_token",
+            Segment::Generation => "generation",
+        }
+    }
+}
+
+impl std::fmt::Display for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl PartialEq<str> for Segment {
+    fn eq(&self, other: &str) -> bool {
+        self.name() == other
+    }
+}
+
+impl PartialEq<&str> for Segment {
+    fn eq(&self, other: &&str) -> bool {
+        self.name() == *other
+    }
+}
+
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Step {
-    /// The segment's name in tables and results.
-    pub name: &'static str,
+    pub name: Segment,
     /// The event that ends this segment (and starts the next).
     pub to: EventKind,
 }
@@ -35,35 +91,35 @@ pub const VOICE_TO_VOICE: Chain = Chain {
     start: EventKind::SpeechEnd,
     steps: &[
         Step {
-            name: "endpointing",
+            name: Segment::Endpointing,
             to: EventKind::Endpoint,
         },
         Step {
-            name: "asr",
+            name: Segment::Asr,
             to: EventKind::AsrDone,
         },
         Step {
-            name: "llm_ttft",
+            name: Segment::LlmTtft,
             to: EventKind::LlmFirstToken,
         },
         Step {
-            name: "llm_thinking",
+            name: Segment::LlmThinking,
             to: EventKind::LlmFirstAnswerToken,
         },
         Step {
-            name: "llm_first_chunk",
+            name: Segment::LlmFirstChunk,
             to: EventKind::FirstChunk,
         },
         Step {
-            name: "tts_first_audio",
+            name: Segment::TtsFirstAudio,
             to: EventKind::TtsFirstAudio,
         },
         Step {
-            name: "playout",
+            name: Segment::Playout,
             to: EventKind::PlayoutQueued,
         },
         Step {
-            name: "device",
+            name: Segment::Device,
             to: EventKind::PlayoutStart,
         },
     ],
@@ -75,19 +131,19 @@ pub const LLM_REQUEST: Chain = Chain {
     start: EventKind::LlmSent,
     steps: &[
         Step {
-            name: "headers",
+            name: Segment::Headers,
             to: EventKind::LlmHeaders,
         },
         Step {
-            name: "first_event",
+            name: Segment::FirstEvent,
             to: EventKind::LlmFirstEvent,
         },
         Step {
-            name: "first_token",
+            name: Segment::FirstToken,
             to: EventKind::LlmFirstToken,
         },
         Step {
-            name: "generation",
+            name: Segment::Generation,
             to: EventKind::LlmDone,
         },
     ],
@@ -95,7 +151,7 @@ pub const LLM_REQUEST: Chain = Chain {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SegmentValue {
-    pub name: String,
+    pub name: Segment,
     pub ns: i64,
 }
 
@@ -112,7 +168,7 @@ impl Breakdown {
         self.segments.iter().all(|s| s.ns >= 0)
     }
 
-    pub fn segment_ns(&self, name: &str) -> Option<i64> {
+    pub fn segment_ns(&self, name: Segment) -> Option<i64> {
         self.segments.iter().find(|s| s.name == name).map(|s| s.ns)
     }
 
@@ -154,7 +210,7 @@ impl Chain {
         for step in self.steps {
             let t = at(step.to)?;
             segments.push(SegmentValue {
-                name: step.name.to_string(),
+                name: step.name,
                 ns: t.signed_since(prev),
             });
             prev = t;
@@ -206,7 +262,7 @@ mod tests {
         let got: Vec<(&str, i64)> = b
             .segments
             .iter()
-            .map(|s| (s.name.as_str(), s.ns / ms as i64))
+            .map(|s| (s.name.name(), s.ns / ms as i64))
             .collect();
         assert_eq!(
             got,
@@ -222,7 +278,7 @@ mod tests {
             ]
         );
         assert_eq!(b.total_ns, 950 * ms as i64);
-        assert_eq!(b.dominant().unwrap().name, "endpointing");
+        assert_eq!(b.dominant().unwrap().name, Segment::Endpointing);
         assert!(b.is_ordered());
     }
 
@@ -245,7 +301,34 @@ mod tests {
         let snap = snapshot_with(&LLM_REQUEST, &[10, 30, 20, 40, 50]);
         let b = LLM_REQUEST.compute(&snap).unwrap();
         assert!(!b.is_ordered());
-        assert_eq!(b.segment_ns("first_event"), Some(-10));
+        assert_eq!(b.segment_ns(Segment::FirstEvent), Some(-10));
+    }
+
+    /// Results files hold these strings: renaming a variant must not change them.
+    #[test]
+    fn segment_names_are_the_strings_results_files_hold() {
+        for chain in [&VOICE_TO_VOICE, &LLM_REQUEST] {
+            for step in chain.steps {
+                let json = serde_json::to_string(&step.name).unwrap();
+                assert_eq!(json, format!("\"{}\"", step.name.name()));
+                let back: Segment = serde_json::from_str(&json).unwrap();
+                assert_eq!(back, step.name);
+            }
+        }
+        let names: Vec<&str> = VOICE_TO_VOICE.steps.iter().map(|s| s.name.name()).collect();
+        assert_eq!(
+            names,
+            [
+                "endpointing",
+                "asr",
+                "llm_ttft",
+                "llm_thinking",
+                "llm_first_chunk",
+                "tts_first_audio",
+                "playout",
+                "device"
+            ]
+        );
     }
 
     proptest! {

@@ -5,7 +5,7 @@ use crate::quality::QualityCounts;
 use crate::record::{TurnOutcome, TurnRecord};
 use crate::remote_summary::RemoteSummary;
 use serde::{Deserialize, Serialize};
-use voxlat_core::segments::{Breakdown, VOICE_TO_VOICE};
+use voxlat_core::segments::{Breakdown, Segment, VOICE_TO_VOICE};
 use voxlat_core::stats::Summary;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -21,11 +21,11 @@ pub struct Aggregate {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub barge_in_reaction: Option<Summary>,
     /// Per segment, in chain order, in ms.
-    pub segments: Vec<(String, Summary)>,
+    pub segments: Vec<(Segment, Summary)>,
     pub total: Option<Summary>,
     pub overhead: Option<Summary>,
-    pub dominant_p50: Option<String>,
-    pub dominant_p95: Option<String>,
+    pub dominant_p50: Option<Segment>,
+    pub dominant_p95: Option<Segment>,
     pub wer_mean: Option<f64>,
     /// Turns whose first Whisper decode ran away and was decoded again.
     #[serde(default)]
@@ -130,7 +130,7 @@ impl Aggregate {
             .iter()
             .filter(|t| t.outcome == TurnOutcome::Error)
             .count();
-        let segments: Vec<(String, Summary)> = VOICE_TO_VOICE
+        let segments: Vec<(Segment, Summary)> = VOICE_TO_VOICE
             .steps
             .iter()
             .filter_map(|step| {
@@ -139,7 +139,7 @@ impl Aggregate {
                     .filter_map(|b| b.segment_ns(step.name))
                     .map(|ns| ns as f64 / 1e6)
                     .collect();
-                Summary::from_samples(&v, errors).map(|s| (step.name.to_string(), s))
+                Summary::from_samples(&v, errors).map(|s| (step.name, s))
             })
             .collect();
         let totals: Vec<f64> = broken.iter().map(|b| b.total_ns as f64 / 1e6).collect();

@@ -27,7 +27,7 @@ pub struct Level {
 pub struct Growth {
     pub from: u32,
     pub to: u32,
-    pub segment: String,
+    pub segment: voxlat_core::segments::Segment,
     pub p50_from_ms: f64,
     pub p50_to_ms: f64,
 }
@@ -88,7 +88,7 @@ pub fn growth(levels: &[Level]) -> (Vec<Growth>, Option<Growth>) {
                 Some(Growth {
                     from: a.sessions,
                     to: b.sessions,
-                    segment: name.clone(),
+                    segment: *name,
                     p50_from_ms: sa.p50,
                     p50_to_ms: sb.p50,
                 })
@@ -189,7 +189,7 @@ mod tests {
         // Level 1's total P50 is 380 ms, so +300 ms at the first step is saturation.
         let first = first.unwrap();
         assert_eq!(
-            (first.from, first.to, first.segment.as_str()),
+            (first.from, first.to, first.segment.name()),
             (1, 2, asr_name)
         );
         // Growth below the share of the total is noise, not saturation.

@@ -357,7 +357,7 @@ fn csv_header() -> String {
     let mut out = String::from("scenario,turn,repeat,warmup,request_id,outcome,wer");
     for s in VOICE_TO_VOICE.steps {
         out.push(',');
-        out.push_str(s.name);
+        out.push_str(s.name.name());
         out.push_str("_ms");
     }
     out.push_str(",total_ms,overhead_ms,underruns,transcript,reply,error\n");

@@ -594,7 +594,13 @@ fn a_speculative_reply_is_held_until_the_endpoint_and_counted_from_it() {
         "held until the commit"
     );
     let b = rec.breakdown.as_ref().expect("a breakdown");
-    for s in ["asr", "llm_ttft", "llm_first_chunk", "tts_first_audio"] {
+    use voxlat_core::segments::Segment;
+    for s in [
+        Segment::Asr,
+        Segment::LlmTtft,
+        Segment::LlmFirstChunk,
+        Segment::TtsFirstAudio,
+    ] {
         assert_eq!(b.segment_ns(s), Some(0), "{s} was done before the commit");
     }
     assert_eq!(b.segments.iter().map(|s| s.ns).sum::<i64>(), b.total_ns);

@@ -103,9 +103,9 @@ impl TurnMetrics {
             let _ = m.turns.get_or_create(&OutcomeLabels { outcome: o });
         }
         for step in VOICE_TO_VOICE.steps {
-            let _ = m
-                .segments
-                .get_or_create(&SegmentLabels { segment: step.name });
+            let _ = m.segments.get_or_create(&SegmentLabels {
+                segment: step.name.name(),
+            });
         }
         m
     }
@@ -123,7 +123,9 @@ impl TurnMetrics {
         }
         for (step, seg) in VOICE_TO_VOICE.steps.iter().zip(&b.segments) {
             self.segments
-                .get_or_create(&SegmentLabels { segment: step.name })
+                .get_or_create(&SegmentLabels {
+                    segment: step.name.name(),
+                })
                 .observe(seg.ns as f64 / 1e9);
         }
         self.total.observe(b.total_ns as f64 / 1e9);

@@ -43,7 +43,7 @@ pub(crate) fn stamped_segments(
     for step in chain.steps {
         let t = snap.get(step.to);
         if let (Some(a), Some(b)) = (prev, t) {
-            out.push((step.name, a, b));
+            out.push((step.name.name(), a, b));
         }
         prev = t;
     }
@@ -76,7 +76,7 @@ pub(crate) fn emit(
     if let Ok(b) = VOICE_TO_VOICE.compute(snap) {
         attrs.push(KeyValue::new("voxlat.voice_to_voice_ms", ms(b.total_ns)));
         if let Some(d) = b.dominant() {
-            attrs.push(KeyValue::new("voxlat.dominant_segment", d.name.clone()));
+            attrs.push(KeyValue::new("voxlat.dominant_segment", d.name.name()));
         }
     }
     let turn = with_ids(Some(trace_id(id)), Some(span_id(id, TURN_SPAN)), || {
