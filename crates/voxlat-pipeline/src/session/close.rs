@@ -21,9 +21,9 @@ impl Session<'_> {
     /// dropped: nothing of it was shown.
     pub async fn close(&mut self) -> Vec<TurnRecord> {
         let mut out: Vec<TurnRecord> = self.ready.take().into_iter().collect();
-        let held = self.turn.as_ref().is_some_and(|t| t.uncommitted.is_some());
+        let held = self.turn.is_held();
         self.cancel_turn(clock::now());
-        if let Some(t) = self.turn.take() {
+        if let Some((t, _)) = self.turn.take() {
             let spent = t.spent;
             match tokio::time::timeout(WIND_DOWN, t.fut).await {
                 Ok((rec, history)) => {

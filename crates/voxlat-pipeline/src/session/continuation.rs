@@ -27,7 +27,7 @@ impl Session<'_> {
             .map(|c| clock::ns_to_ms(at.signed_since(c)))
             .filter(|ms| (0.0..=RESUMED_WITHIN_MS).contains(ms));
         // A held reply not committed yet belongs to this utterance, not the last commit.
-        let committed = self.turn.as_mut().filter(|t| t.uncommitted.is_none());
+        let committed = self.turn.committed();
         if let (Some(ms), Some(t)) = (since_commit, committed) {
             t.resumed_after_ms.get_or_insert(ms);
         }

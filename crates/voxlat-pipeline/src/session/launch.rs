@@ -1,7 +1,8 @@
 //! Starting a turn: the endpoint's facts (known, or still to come for a held speculative
 //! reply), the turn's own timeline and record, and the pipeline's response as one future.
 
-use super::{Endpointed, Facts, InFlight, Session, TurnMeta};
+use super::state::{InFlight, SourceState, TurnSlot, Uncommitted};
+use super::{Endpointed, Facts, Session, TurnMeta};
 use crate::error::TurnError;
 use crate::meter::{Meter, Spent};
 use crate::record::{SpeculativeReply, TurnOutcome, TurnRecord};
@@ -16,7 +17,8 @@ impl<'p> Session<'p> {
         self.started += 1;
         let meta = (self.labels)(self.started);
         let progress = self.progress.clone();
-        self.launch(meta, e.asr, Facts::Known(e.commit), progress, None, None);
+        let turn = self.launch(meta, e.asr, Facts::Known(e.commit), progress, None, None);
+        self.turn = TurnSlot::Running(turn);
     }
 
     /// A speculative reply, from the provisional end's transcription: it runs through TTS
@@ -30,15 +32,13 @@ impl<'p> Session<'p> {
     ) {
         let meta = (self.labels)(self.started + 1);
         let (facts, facts_rx) = oneshot::channel();
-        let (hold, hold_rx) = watch::channel(None);
+        let (release, hold) = watch::channel(None);
         // Nothing is shown of a reply that may never be spoken.
         let quiet: Arc<ProgressFn> = Arc::new(|_| {});
         let facts_rx = Facts::Pending(facts_rx);
-        self.launch(meta, asr, facts_rx, quiet, Some(hold_rx), Some(meter));
-        if let Some(t) = &mut self.turn {
-            t.uncommitted = Some((facts, hold));
-            t.spent = Some(spent);
-        }
+        let mut turn = self.launch(meta, asr, facts_rx, quiet, Some(hold), Some(meter));
+        turn.spent = Some(spent);
+        self.turn = TurnSlot::Held(turn, Uncommitted { facts, release });
     }
 
     fn launch(
@@ -49,7 +49,7 @@ impl<'p> Session<'p> {
         progress: Arc<ProgressFn>,
         hold: Option<Hold>,
         meter: Option<Meter>,
-    ) {
+    ) -> InFlight<'p> {
         let pipeline = self.pipeline;
         let output = self.output;
         let mut history = std::mem::take(&mut self.history);
@@ -121,13 +121,12 @@ impl<'p> Session<'p> {
             rec.compute_breakdown();
             (rec, history)
         });
-        self.turn = Some(InFlight {
+        InFlight {
             fut,
             cancel,
-            uncommitted: None,
             spent: None,
             resumed_after_ms: None,
-        });
+        }
     }
 
     /// Replay's utterance that never reached an endpoint still has a record, once.
@@ -142,7 +141,7 @@ impl<'p> Session<'p> {
         rec.retractions = self.listening.retractions;
         fail(
             &mut rec,
-            &if self.ended {
+            &if self.source == SourceState::Ended {
                 TurnError::NoSpeech
             } else {
                 TurnError::NoEndpoint

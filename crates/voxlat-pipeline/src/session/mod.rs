@@ -23,6 +23,7 @@ mod close;
 mod continuation;
 mod inputs;
 mod launch;
+mod state;
 mod waste;
 
 use continuation::carried_words;
@@ -36,11 +37,12 @@ use crate::output::Output;
 use crate::record::{BusySpan, Stage, TurnRecord};
 use crate::respond::{Pipeline, Progress, ProgressFn};
 use crate::workers::AsrResult;
+use state::{SourceState, TurnSlot, Uncommitted};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot};
 use voxlat_core::{clock, EventKind, Nanos, Timeline};
 use voxlat_llm::Message;
 use voxlat_vad::VadEvent;
@@ -48,18 +50,6 @@ use waste::Waste;
 
 type TurnFuture<'p> = Pin<Box<dyn Future<Output = (TurnRecord, Vec<Message>)> + Send + 'p>>;
 type Labels<'p> = Box<dyn FnMut(u32) -> TurnMeta + Send + 'p>;
-
-struct InFlight<'p> {
-    fut: TurnFuture<'p>,
-    cancel: watch::Sender<Option<Nanos>>,
-    /// A speculative reply not committed yet: the endpoint's facts go here, and its audio is
-    /// released through `hold`. Dropping it (the user resumed) makes the reply a miss.
-    uncommitted: Option<(oneshot::Sender<Commit>, watch::Sender<Option<Nanos>>)>,
-    /// A speculative reply's compute, reported by its stages until they are done with it.
-    spent: Option<Spent>,
-    /// The user spoke again this soon after this turn's commit, ms.
-    resumed_after_ms: Option<f64>,
-}
 
 /// What the endpoint tells a turn: everything about the user's utterance.
 struct Commit {
@@ -120,7 +110,7 @@ pub struct Session<'p> {
     progress: Arc<ProgressFn>,
     history: Vec<Message>,
     listening: Listening,
-    turn: Option<InFlight<'p>>,
+    turn: TurnSlot<'p>,
     /// Utterances endpointed while a turn was in flight, in order. One followed by more
     /// speech starts superseded: cancelled in ASR, its words carry into the next turn.
     waiting: std::collections::VecDeque<Endpointed>,
@@ -134,8 +124,7 @@ pub struct Session<'p> {
     ready: Option<TurnRecord>,
     /// Speculation discarded since the last record.
     waste: Waste,
-    source_open: bool,
-    ended: bool,
+    source: SourceState,
     last_activity: Instant,
 }
 
@@ -157,15 +146,14 @@ impl<'p> Session<'p> {
             progress: Arc::new(|_| {}),
             history: Vec::new(),
             listening: Listening::default(),
-            turn: None,
+            turn: TurnSlot::Idle,
             waiting: std::collections::VecDeque::new(),
             last_commit: None,
             carried: None,
             started: 0,
             ready: None,
             waste: Waste::default(),
-            source_open: true,
-            ended: false,
+            source: SourceState::Open,
             last_activity: Instant::now(),
         }
     }
@@ -212,7 +200,7 @@ impl<'p> Session<'p> {
 
     async fn run_to_record(&mut self) -> Result<Option<TurnRecord>, SessionError> {
         loop {
-            if self.turn.is_none() {
+            if self.turn.is_idle() {
                 if let Some(e) = self.waiting.pop_front() {
                     let superseded = e.superseded;
                     self.start(e);
@@ -221,14 +209,14 @@ impl<'p> Session<'p> {
                         // and the turn cancelled in ASR keeps them for the next one.
                         self.cancel_turn(onset);
                     }
-                } else if !self.source_open {
+                } else if self.source != SourceState::Open {
                     return Ok(self.empty_source_record());
                 }
             }
             let idle_left = self
                 .opts
                 .idle_timeout
-                .filter(|_| self.turn.is_none())
+                .filter(|_| self.turn.is_idle())
                 .map(|d| d.saturating_sub(self.last_activity.elapsed()));
             tokio::select! {
                 _ = tokio::time::sleep(idle_left.unwrap_or_default()), if idle_left.is_some() => {
@@ -236,10 +224,10 @@ impl<'p> Session<'p> {
                         secs: self.opts.idle_timeout.unwrap_or_default().as_secs(),
                     });
                 }
-                r = async { self.turn.as_mut().map(|t| t.fut.as_mut()).expect("guarded").await }, if self.turn.is_some() => {
+                r = async { self.turn.in_flight().map(|t| t.fut.as_mut()).expect("guarded").await }, if !self.turn.is_idle() => {
                     let (mut rec, history) = r;
                     self.history = history;
-                    let done = self.turn.take();
+                    let done = self.turn.take().map(|(t, _)| t);
                     rec.resumed_after_ms = done.as_ref().and_then(|t| t.resumed_after_ms);
                     let spent = done.and_then(|t| t.spent);
                     self.last_activity = Instant::now();
@@ -254,10 +242,9 @@ impl<'p> Session<'p> {
                     tracing::debug!(ms = took.as_secs_f64() * 1e3, "released free heap memory");
                     return Ok(Some(rec));
                 }
-                ev = self.events.recv(), if self.source_open => match ev {
+                ev = self.events.recv(), if self.source == SourceState::Open => match ev {
                     None | Some(SourceEvent::Ended) => {
-                        self.source_open = false;
-                        self.ended = ev.is_some();
+                        self.source = if ev.is_some() { SourceState::Ended } else { SourceState::Gone };
                         // No endpoint can commit a held reply any more.
                         self.drop_uncommitted(clock::now());
                     }
@@ -283,7 +270,7 @@ impl<'p> Session<'p> {
                     let (m, spent) = meter();
                     let job = self.pipeline.transcribe_metered(audio, m.clone());
                     if self.pipeline.cfg.speculative_reply
-                        && self.turn.is_none()
+                        && self.turn.is_idle()
                         && self.waiting.is_empty()
                     {
                         self.start_held(job, m, spent);
@@ -319,7 +306,7 @@ impl<'p> Session<'p> {
                         Nanos(received.0.saturating_sub(at.0.saturating_sub(t.0)))
                     }
                 };
-                let held = self.turn.as_ref().is_some_and(|t| t.uncommitted.is_some());
+                let held = self.turn.is_held();
                 if held && !confirms_provisional {
                     // A forced end: its audio is not what the reply was started on.
                     self.drop_uncommitted(at);
@@ -359,17 +346,14 @@ impl<'p> Session<'p> {
                     retractions: heard.retractions,
                     busy,
                 };
-                if let Some((facts, hold)) = self
-                    .turn
-                    .as_mut()
-                    .filter(|_| confirms_provisional)
-                    .and_then(|t| t.uncommitted.take())
+                if let Some(Uncommitted { facts, release }) =
+                    self.turn.commit().filter(|_| confirms_provisional)
                 {
                     // The speculative reply stands: same audio, so the same transcript.
                     self.started += 1;
                     (self.progress)(Progress::Started(self.started));
                     let _ = facts.send(commit);
-                    let _ = hold.send(Some(received));
+                    let _ = release.send(Some(received));
                     return;
                 }
                 let asr = spec.unwrap_or_else(|| self.pipeline.transcribe(audio));
@@ -383,19 +367,14 @@ impl<'p> Session<'p> {
     }
 
     fn cancel_turn(&mut self, onset: Nanos) {
-        if let Some(t) = &mut self.turn {
-            t.uncommitted = None;
-            if t.cancel.borrow().is_none() {
-                let _ = t.cancel.send(Some(onset));
-            }
-        }
+        self.turn.cancel(onset);
     }
 
     /// The user resumed: a speculative reply not yet committed is cancelled (its LLM request
     /// dropped, its audio never played) and counted as a miss.
     fn drop_uncommitted(&mut self, at: Nanos) {
-        if self.turn.as_ref().is_some_and(|t| t.uncommitted.is_some()) {
-            self.cancel_turn(at);
+        if self.turn.is_held() {
+            self.turn.cancel(at);
         }
     }
 }

@@ -1,0 +1,181 @@
+//! The session's states: its one turn slot and its source. Utterances endpointed while the
+//! slot is taken wait in order behind it (`Session::waiting`), never in place of it.
+
+use super::{Commit, TurnFuture};
+use crate::meter::Spent;
+use tokio::sync::{oneshot, watch};
+use voxlat_core::Nanos;
+
+/// A turn running: its future and the handle that cancels it.
+pub(super) struct InFlight<'p> {
+    pub fut: TurnFuture<'p>,
+    pub cancel: watch::Sender<Option<Nanos>>,
+    /// A speculative reply's compute, reported by its stages until they are done with it.
+    pub spent: Option<Spent>,
+    /// The user spoke again this soon after this turn's commit, ms.
+    pub resumed_after_ms: Option<f64>,
+}
+
+impl InFlight<'_> {
+    /// Cancels the turn, once: the first onset is the one that cut it short.
+    fn cancel(&self, onset: Nanos) {
+        if self.cancel.borrow().is_none() {
+            let _ = self.cancel.send(Some(onset));
+        }
+    }
+}
+
+/// A held reply's way to its commit: the endpoint's facts, and the release of its audio.
+/// Dropping it (the user resumed) makes the reply a miss.
+pub(super) struct Uncommitted {
+    pub facts: oneshot::Sender<Commit>,
+    pub release: watch::Sender<Option<Nanos>>,
+}
+
+/// The session's one turn slot.
+pub(super) enum TurnSlot<'p> {
+    /// No turn in flight: the next endpointed utterance starts at once.
+    Idle,
+    /// A speculative reply started at a provisional end, quiet until the endpoint commits it.
+    Held(InFlight<'p>, Uncommitted),
+    /// A committed turn, or a held reply dropped and winding down as a miss.
+    Running(InFlight<'p>),
+}
+
+impl<'p> TurnSlot<'p> {
+    pub fn is_idle(&self) -> bool {
+        matches!(self, TurnSlot::Idle)
+    }
+
+    pub fn is_held(&self) -> bool {
+        matches!(self, TurnSlot::Held(..))
+    }
+
+    pub fn in_flight(&mut self) -> Option<&mut InFlight<'p>> {
+        match self {
+            TurnSlot::Idle => None,
+            TurnSlot::Held(t, _) | TurnSlot::Running(t) => Some(t),
+        }
+    }
+
+    /// A committed turn only: a held reply belongs to the utterance still being spoken.
+    pub fn committed(&mut self) -> Option<&mut InFlight<'p>> {
+        match self {
+            TurnSlot::Running(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Held → running: the reply stands, and this is its way to the commit.
+    pub fn commit(&mut self) -> Option<Uncommitted> {
+        match std::mem::replace(self, TurnSlot::Idle) {
+            TurnSlot::Held(t, u) => {
+                *self = TurnSlot::Running(t);
+                Some(u)
+            }
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
+
+    /// Cancels the turn in flight (the user spoke at `onset`); a held reply can no longer be
+    /// committed, so it ends as a miss.
+    pub fn cancel(&mut self, onset: Nanos) {
+        drop(self.commit());
+        if let Some(t) = self.in_flight() {
+            t.cancel(onset);
+        }
+    }
+
+    /// Empties the slot: the turn that was in it, and whether it was still held.
+    pub fn take(&mut self) -> Option<(InFlight<'p>, bool)> {
+        match std::mem::replace(self, TurnSlot::Idle) {
+            TurnSlot::Idle => None,
+            TurnSlot::Held(t, _) => Some((t, true)),
+            TurnSlot::Running(t) => Some((t, false)),
+        }
+    }
+}
+
+/// Whether the source can still send events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum SourceState {
+    Open,
+    /// It said it ended (the scenario's audio played out).
+    Ended,
+    /// It went away without saying so.
+    Gone,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn<'p>() -> (InFlight<'p>, watch::Receiver<Option<Nanos>>) {
+        let (cancel, rx) = watch::channel(None);
+        let t = InFlight {
+            fut: Box::pin(std::future::pending()),
+            cancel,
+            spent: None,
+            resumed_after_ms: None,
+        };
+        (t, rx)
+    }
+
+    fn held<'p>() -> (
+        TurnSlot<'p>,
+        oneshot::Receiver<Commit>,
+        watch::Receiver<Option<Nanos>>,
+    ) {
+        let (t, cancelled) = turn();
+        let (facts, facts_rx) = oneshot::channel();
+        let (release, _) = watch::channel(None);
+        (
+            TurnSlot::Held(t, Uncommitted { facts, release }),
+            facts_rx,
+            cancelled,
+        )
+    }
+
+    #[test]
+    fn a_commit_turns_a_held_reply_into_a_running_turn_once() {
+        let (mut slot, _facts, cancelled) = held();
+        assert!(slot.committed().is_none(), "a held reply is not committed");
+        assert!(slot.commit().is_some());
+        assert!(matches!(slot, TurnSlot::Running(_)));
+        assert!(slot.commit().is_none(), "nothing left to commit");
+        assert!(slot.committed().is_some());
+        assert_eq!(*cancelled.borrow(), None);
+    }
+
+    #[test]
+    fn cancelling_a_held_reply_drops_its_commit_and_keeps_the_first_onset() {
+        let (mut slot, mut facts, cancelled) = held();
+        slot.cancel(Nanos(5));
+        slot.cancel(Nanos(9));
+        assert!(!slot.is_held());
+        assert!(
+            facts.try_recv().is_err(),
+            "the endpoint can no longer commit it: a miss"
+        );
+        assert_eq!(*cancelled.borrow(), Some(Nanos(5)));
+        let (_, was_held) = slot.take().expect("still winding down");
+        assert!(!was_held);
+        assert!(slot.is_idle());
+    }
+
+    #[test]
+    fn an_idle_slot_has_nothing_to_cancel_or_take() {
+        let mut slot = TurnSlot::Idle;
+        slot.cancel(Nanos(1));
+        assert!(slot.commit().is_none());
+        assert!(slot.take().is_none());
+        let (t, cancelled) = turn();
+        let mut slot = TurnSlot::Running(t);
+        assert!(slot.commit().is_none(), "a committed turn is not held");
+        slot.cancel(Nanos(3));
+        assert_eq!(*cancelled.borrow(), Some(Nanos(3)));
+    }
+}
