@@ -290,6 +290,32 @@ impl ServerWatch {
     }
 }
 
+/// The embedded server's death, awaited; never, when the LLM is another server. Owned, so a
+/// command's event loop can hold it beside the server.
+pub struct CrashWatch(Option<ServerWatch>);
+
+impl CrashWatch {
+    pub fn of(server: Option<&EmbeddedServer>) -> CrashWatch {
+        CrashWatch(server.map(EmbeddedServer::watch))
+    }
+
+    /// See [`ServerWatch::crashed`].
+    pub async fn crashed(&self) -> String {
+        match &self.0 {
+            Some(w) => w.crashed().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// See [`ServerWatch::crashed_within`].
+    pub async fn crashed_within(&self, grace: Duration) -> Option<String> {
+        match &self.0 {
+            Some(w) => w.crashed_within(grace).await,
+            None => None,
+        }
+    }
+}
+
 impl Drop for EmbeddedServer {
     fn drop(&mut self) {
         self.stop();

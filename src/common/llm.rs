@@ -79,9 +79,7 @@ fn connect_llm(
             opts.threads = Some(budget.llm as u32);
             opts.batch_threads = Some(prefill as u32);
             opts.model = model.map(str::to_string);
-            let server = EmbeddedServer::spawn(&opts).context(
-                "cannot start the embedded LLM server; pass --llm-url to use another server",
-            )?;
+            let server = start_embedded(&opts)?;
             Ok(ConnectedLlm {
                 endpoint: Endpoint::embedded(&server.base_url()),
                 server: Some(server),
@@ -89,6 +87,20 @@ fn connect_llm(
             })
         }
     }
+}
+
+/// The embedded server, for a command given no LLM URL; where it listens and logs is said on
+/// stderr.
+pub fn start_embedded(opts: &SpawnOptions) -> Result<EmbeddedServer> {
+    let server = EmbeddedServer::spawn(opts).context(
+        "cannot start the embedded LLM server; --llm-url (run, replay) or --base-url (bench-llm) uses another server",
+    )?;
+    eprintln!(
+        "embedded server: {} (log: {})",
+        server.base_url(),
+        server.log_path().display()
+    );
+    Ok(server)
 }
 
 /// One line on stderr when a key the user configured is held back for their safety (plain

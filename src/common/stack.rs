@@ -2,12 +2,14 @@
 //! models, the LLM (a given server, or the embedded one, watched for a crash), the end-of-turn
 //! model, the stages, and the `stages` block its results record. The copies this replaced
 //! had drifted: live never watched the embedded server, and each wrote its own keys.
+//! `bench-llm` loads no stage; it shares the LLM part ([`crate::common::llm::start_embedded`],
+//! [`CrashWatch`]).
 
 use crate::common::llm::attach_llm;
 use crate::common::remote::{RemoteStageArgs, RemoteStages};
 use crate::common::stages::{load_pipeline, ModelPaths, StageOptions};
 use crate::common::turn::load_turn_model;
-use crate::embedded::{EmbeddedServer, ServerWatch};
+use crate::embedded::{CrashWatch, EmbeddedServer};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -121,18 +123,6 @@ impl Stack {
 
     /// Resolves with how the embedded server died, if it does; never for a remote LLM.
     pub fn crash_watch(&self) -> CrashWatch {
-        CrashWatch(self.server.as_ref().map(EmbeddedServer::watch))
-    }
-}
-
-/// The embedded server's death, awaited (owned, so a command's loop can hold it).
-pub struct CrashWatch(Option<ServerWatch>);
-
-impl CrashWatch {
-    pub async fn crashed(&self) -> String {
-        match &self.0 {
-            Some(w) => w.crashed().await,
-            None => std::future::pending().await,
-        }
+        CrashWatch::of(self.server.as_ref())
     }
 }

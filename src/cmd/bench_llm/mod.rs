@@ -2,8 +2,9 @@
 
 mod args;
 
+use crate::common::llm::start_embedded;
 use crate::common::{shutdown_signal, StopSignal};
-use crate::embedded::{EmbeddedServer, SpawnOptions};
+use crate::embedded::{CrashWatch, EmbeddedServer, SpawnOptions};
 use anyhow::{bail, Context, Result};
 pub use args::BenchLlmArgs;
 use args::{prompt_source, EMBEDDED_CONTEXT_TOKENS};
@@ -40,14 +41,7 @@ fn resolve_endpoint(
         .map(PathBuf::from)
         .unwrap_or_else(|| cfg.output_dir.clone());
     eprintln!("no base URL (--base-url, VOXLAT_BASE_URL, OPENAI_BASE_URL or .env): starting the embedded LLM server");
-    let server = EmbeddedServer::spawn(&SpawnOptions::new(log_dir)).context(
-        "cannot start the embedded LLM server; pass --base-url (or set VOXLAT_BASE_URL) to use another server",
-    )?;
-    eprintln!(
-        "embedded server: {} (log: {})",
-        server.base_url(),
-        server.log_path().display()
-    );
+    let server = start_embedded(&SpawnOptions::new(log_dir))?;
     // voxlat's own child checks no key: --api-key and the environment's are not its.
     Ok((Endpoint::embedded(&server.base_url()), Some(server)))
 }
@@ -123,13 +117,8 @@ pub fn run(args: BenchLlmArgs) -> Result<ExitCode> {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let mut handle = tokio::spawn(bench::run(client, cfg, prompt, models, tx));
         let mut signal = std::pin::pin!(shutdown_signal());
-        let watch = _embedded.as_ref().map(EmbeddedServer::watch);
-        let mut crashed = std::pin::pin!(async {
-            match &watch {
-                Some(w) => w.crashed().await,
-                None => std::future::pending().await,
-            }
-        });
+        let watch = CrashWatch::of(_embedded.as_ref());
+        let mut crashed = std::pin::pin!(watch.crashed());
         let mut interrupted = false;
         let mut stop: Option<StopSignal> = None;
         let mut server_crash: Option<String> = None;
@@ -169,8 +158,8 @@ pub fn run(args: BenchLlmArgs) -> Result<ExitCode> {
                         }
                         // A connection failure on the embedded server: if it died, stop here
                         // rather than record a burst of refused connections.
-                        if let (true, Some(w)) = (lost_server, &watch) {
-                            if let Some(why) = w.crashed_within(Duration::from_secs(2)).await {
+                        if lost_server {
+                            if let Some(why) = watch.crashed_within(Duration::from_secs(2)).await {
                                 interrupted = true;
                                 bar.println("the embedded LLM server exited: stopping, keeping every completed request");
                                 server_crash = Some(why);
