@@ -185,9 +185,20 @@ pub enum ConfigFileError {
         format: &'static str,
         detail: String,
     },
-    /// Names the file and key, or the flag, and what is wrong.
-    #[error("{0}")]
-    Invalid(String),
+    #[error(transparent)]
+    Invalid(#[from] BadSetting),
+}
+
+/// A setting that fails validation: its key, its value as a config file writes it and as a
+/// command line gives it, and what is wrong. The caller knows where the value came from (a
+/// file, or a flag it maps the key to) and names that.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{key} = {file_value}: {problem}")]
+pub struct BadSetting {
+    pub key: &'static str,
+    pub file_value: String,
+    pub flag_value: String,
+    pub problem: String,
 }
 
 /// The load of one cell.
@@ -263,24 +274,15 @@ impl BenchConfig {
         }
     }
 
-    /// Checks every setting, naming each bad one by its flag.
-    pub fn validate(&self) -> Result<(), ConfigFileError> {
-        self.validate_named(|_| None)
-    }
-
-    /// Checks every setting. `file_of(key)` is the config file a key's value came from (no
-    /// flag overrode it), so the error names the file and key, as "bench.toml: concurrency
-    /// = [0]: levels must be at least 1"; otherwise it names the flag.
-    pub fn validate_named(
-        &self,
-        file_of: impl Fn(&str) -> Option<String>,
-    ) -> Result<(), ConfigFileError> {
-        let bad = |key: &str, flag: &str, file_value: String, flag_value: String, problem: &str| {
-            Err(ConfigFileError::Invalid(match file_of(key) {
-                Some(file) => format!("{file}: {key} = {file_value}: {problem}"),
-                None if flag_value.is_empty() => format!("{flag}: {problem}"),
-                None => format!("{flag} {flag_value}: {problem}"),
-            }))
+    /// Checks every setting; the first bad one is returned.
+    pub fn validate(&self) -> Result<(), BadSetting> {
+        let bad = |key: &'static str, file_value: String, flag_value: String, problem: &str| {
+            Err(BadSetting {
+                key,
+                file_value,
+                flag_value,
+                problem: problem.to_string(),
+            })
         };
         let list = |v: &[String]| (format!("[{}]", v.join(", ")), v.join(","));
         let conc: Vec<String> = self.concurrency.iter().map(u32::to_string).collect();
@@ -289,7 +291,6 @@ impl BenchConfig {
             let (f, v) = list(&conc);
             return bad(
                 "concurrency",
-                "--concurrency",
                 f,
                 v,
                 "give at least one concurrency level or rate",
@@ -297,57 +298,33 @@ impl BenchConfig {
         }
         if self.concurrency.contains(&0) {
             let (f, v) = list(&conc);
-            return bad(
-                "concurrency",
-                "--concurrency",
-                f,
-                v,
-                "levels must be at least 1",
-            );
+            return bad("concurrency", f, v, "levels must be at least 1");
         }
         if self.concurrency.iter().any(|&c| c > MAX_CONCURRENCY) {
             let (f, v) = list(&conc);
             let problem = format!("levels must be at most {MAX_CONCURRENCY} (one connection each)");
-            return bad("concurrency", "--concurrency", f, v, &problem);
+            return bad("concurrency", f, v, &problem);
         }
         if self.rate.iter().any(|r| !(MIN_RATE..=MAX_RATE).contains(r)) {
             let (f, v) = list(&rates);
             // Below the minimum the gaps between arrivals (−ln U / rate) stop being durations.
             let problem =
                 format!("rates must be between {MIN_RATE} and {MAX_RATE:.0} requests per second");
-            return bad("rate", "--rate", f, v, &problem);
+            return bad("rate", f, v, &problem);
         }
         if let Some(t) = self.prompt.tokens.filter(|&t| t > MAX_PROMPT_TOKENS) {
             let problem = format!(
                 "must be at most {MAX_PROMPT_TOKENS} tokens (each synthetic prompt is built in memory)"
             );
-            return bad(
-                "prompt.tokens",
-                "--prompt-tokens",
-                t.to_string(),
-                t.to_string(),
-                &problem,
-            );
+            return bad("prompt.tokens", t.to_string(), t.to_string(), &problem);
         }
         match self.duration_s {
             Some(d) if !(d.is_finite() && d > 0.0 && d <= MAX_SECONDS) => {
                 let problem = format!("must be positive and at most {MAX_SECONDS:.0} s");
-                return bad(
-                    "duration_s",
-                    "--duration",
-                    num(d),
-                    format!("{}s", num(d)),
-                    &problem,
-                );
+                return bad("duration_s", num(d), format!("{}s", num(d)), &problem);
             }
             None if self.requests == 0 => {
-                return bad(
-                    "requests",
-                    "--requests",
-                    "0".into(),
-                    "0".into(),
-                    "must be at least 1",
-                )
+                return bad("requests", "0".into(), "0".into(), "must be at least 1")
             }
             _ => {}
         }
@@ -360,10 +337,9 @@ impl BenchConfig {
         if prompts.iter().filter(|&&p| p).count() > 1 {
             return bad(
                 "prompt",
-                "--prompt/--prompt-file/--messages-file/--prompt-tokens",
                 "{…}".into(),
                 String::new(),
-                "give only one of --prompt, --prompt-file, --messages-file and --prompt-tokens (text, file, messages_file, tokens)",
+                "give only one prompt: its text, file, messages_file or tokens",
             );
         }
         if let Some(sw) = &self.sweep {
@@ -372,7 +348,6 @@ impl BenchConfig {
             if sw.values.is_empty() || sw.values.contains(&0) {
                 return bad(
                     "sweep",
-                    "--sweep",
                     format!("{form:?}"),
                     form,
                     "needs positive values, e.g. prompt-tokens=100,1000",
@@ -382,28 +357,20 @@ impl BenchConfig {
                 && sw.values.iter().any(|&v| v > MAX_PROMPT_TOKENS)
             {
                 let problem = format!("prompt-tokens values must be at most {MAX_PROMPT_TOKENS}");
-                return bad("sweep", "--sweep", format!("{form:?}"), form, &problem);
+                return bad("sweep", format!("{form:?}"), form, &problem);
             }
             if sw.param == SweepParam::PromptTokens && prompts[..3].iter().any(|&p| p) {
-                return bad("sweep", "--sweep", format!("{form:?}"), form, "prompt-tokens makes its own prompts; drop --prompt, --prompt-file and --messages-file");
+                return bad("sweep", format!("{form:?}"), form, "prompt-tokens makes its own prompts; give no prompt text, file or messages_file with it");
             }
         }
-        for (key, flag, v) in [
-            (
-                "connect_timeout_s",
-                "--connect-timeout",
-                self.connect_timeout_s,
-            ),
-            (
-                "headers_timeout_s",
-                "--headers-timeout",
-                self.headers_timeout_s,
-            ),
-            ("idle_timeout_s", "--idle-timeout", self.idle_timeout_s),
+        for (key, v) in [
+            ("connect_timeout_s", self.connect_timeout_s),
+            ("headers_timeout_s", self.headers_timeout_s),
+            ("idle_timeout_s", self.idle_timeout_s),
         ] {
             if !(v.is_finite() && v > 0.0 && v <= MAX_SECONDS) {
                 let problem = format!("must be positive and at most {MAX_SECONDS:.0} s");
-                return bad(key, flag, num(v), format!("{}s", num(v)), &problem);
+                return bad(key, num(v), format!("{}s", num(v)), &problem);
             }
         }
         Ok(())
@@ -462,36 +429,33 @@ mod tests {
     }
 
     #[test]
-    fn validation_names_the_flag() {
+    fn validation_names_the_key_and_both_forms_of_its_value() {
         let c = BenchConfig {
             concurrency: vec![0],
             ..BenchConfig::default()
         };
-        assert!(c
-            .validate()
-            .unwrap_err()
-            .to_string()
-            .contains("--concurrency"));
+        assert_eq!(c.validate().unwrap_err().key, "concurrency");
         let c = BenchConfig {
             rate: vec![-1.0],
             ..BenchConfig::default()
         };
-        assert!(c.validate().unwrap_err().to_string().contains("--rate"));
+        assert_eq!(c.validate().unwrap_err().key, "rate");
         let mut c = BenchConfig::default();
         c.prompt.text = Some("x".into());
         c.prompt.tokens = Some(5);
-        assert!(c.validate().unwrap_err().to_string().contains("only one"));
+        assert!(c.validate().unwrap_err().problem.contains("only one"));
         assert!(BenchConfig::default().validate().is_ok());
         // Absurd durations are errors, not panics later.
         let c = BenchConfig {
             connect_timeout_s: 1e300,
             ..BenchConfig::default()
         };
-        let e = c.validate().unwrap_err().to_string();
-        assert!(
-            e.contains("--connect-timeout 1e300s") && e.contains("at most"),
-            "{e}"
+        let e = c.validate().unwrap_err();
+        assert_eq!(
+            (e.key, e.flag_value.as_str()),
+            ("connect_timeout_s", "1e300s")
         );
+        assert!(e.to_string().contains("at most"), "{e}");
     }
 
     /// Numbers that would allocate or schedule absurdly are refused up front, by name: a
@@ -508,7 +472,7 @@ mod tests {
                     },
                     ..BenchConfig::default()
                 },
-                "b.toml: prompt.tokens = 4294967295: must be at most 2000000",
+                "prompt.tokens = 4294967295: must be at most 2000000",
             ),
             (
                 BenchConfig {
@@ -522,14 +486,14 @@ mod tests {
                     concurrency: vec![1, u32::MAX],
                     ..BenchConfig::default()
                 },
-                "b.toml: concurrency = [1, 4294967295]: levels must be at most 10000",
+                "concurrency = [1, 4294967295]: levels must be at most 10000",
             ),
             (
                 BenchConfig {
                     rate: vec![1e-300],
                     ..BenchConfig::default()
                 },
-                "b.toml: rate = [1e-300]: rates must be between 0.001 and",
+                "rate = [1e-300]: rates must be between 0.001 and",
             ),
             (
                 BenchConfig {
@@ -540,10 +504,7 @@ mod tests {
             ),
         ];
         for (c, want) in cases {
-            let e = c
-                .validate_named(|_| Some("b.toml".into()))
-                .unwrap_err()
-                .to_string();
+            let e = c.validate().unwrap_err().to_string();
             assert!(e.contains(want), "{e}");
         }
         // The bounds themselves are accepted.
@@ -561,33 +522,5 @@ mod tests {
             ..BenchConfig::default()
         };
         ok.validate().unwrap();
-    }
-
-    #[test]
-    fn values_from_a_file_name_the_file_and_key() {
-        let c = BenchConfig {
-            concurrency: vec![0],
-            ..BenchConfig::default()
-        };
-        let e = c
-            .validate_named(|_| Some("bench.toml".into()))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("bench.toml: concurrency = [0]: levels must be at least 1"),
-            "{e}"
-        );
-        let c = BenchConfig {
-            connect_timeout_s: 1e300,
-            ..BenchConfig::default()
-        };
-        let e = c
-            .validate_named(|k| (k == "connect_timeout_s").then(|| "b.json".into()))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("b.json: connect_timeout_s = 1e300: must be positive"),
-            "{e}"
-        );
     }
 }

@@ -315,7 +315,8 @@ impl BenchLlmArgs {
         if self.context_tokens.is_some() {
             c.context_tokens = self.context_tokens;
         }
-        c.validate_named(|key| self.file_of(key))?;
+        c.validate()
+            .map_err(|bad| anyhow::anyhow!(self.name_bad(&bad)))?;
         // Resolved here and recorded, so the results file says which prompts were sent.
         c.prompt_seed = c
             .prompt_seed
@@ -325,7 +326,34 @@ impl BenchLlmArgs {
     }
 }
 
+/// The flag that sets a config key.
+fn flag_of(key: &str) -> &'static str {
+    match key {
+        "concurrency" => "--concurrency",
+        "rate" => "--rate",
+        "duration_s" => "--duration",
+        "requests" => "--requests",
+        "prompt" => "--prompt/--prompt-file/--messages-file/--prompt-tokens",
+        "prompt.tokens" => "--prompt-tokens",
+        "sweep" => "--sweep",
+        "connect_timeout_s" => "--connect-timeout",
+        "headers_timeout_s" => "--headers-timeout",
+        "idle_timeout_s" => "--idle-timeout",
+        _ => "",
+    }
+}
+
 impl BenchLlmArgs {
+    /// A bad setting named where it came from: the config file and key ("bench.toml:
+    /// concurrency = [0]: …"), or the flag as typed ("--concurrency 0: …").
+    fn name_bad(&self, b: &voxlat_bench::config::BadSetting) -> String {
+        match self.file_of(b.key) {
+            Some(file) => format!("{file}: {b}"),
+            None if b.flag_value.is_empty() => format!("{}: {}", flag_of(b.key), b.problem),
+            None => format!("{} {}: {}", flag_of(b.key), b.flag_value, b.problem),
+        }
+    }
+
     /// The config file a key's value came from: the file, unless a flag set the key. (A key
     /// neither set holds its default, which is valid, so it never reaches an error.)
     fn file_of(&self, key: &str) -> Option<String> {
