@@ -248,7 +248,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     results.llm_server_threads = stack.server_threads(1);
     results.timing_note = "live: speech_end is the endpointer's retro-dated end of speech on the microphone's own capture timestamps, mapped onto the process clock; endpoint is when its decision reached the pipeline; playout_queued is when the first reply sample was written to the output ring, playout_start when the device reports it leaves the speaker (its playback timestamp), so `device` is output buffering and device latency".into();
     let mut writer = ResultsWriter::with_prefix(&args.session.output_dir, "live", results)?;
-    let telemetry = voxlat_telemetry::TurnTelemetry::start(args.metrics_addr.as_deref())?;
+    let telemetry = voxlat_telemetry::TurnTelemetry::start(
+        args.metrics_addr.as_deref().map(|a| ("--metrics-addr", a)),
+    )?;
     if let Some(url) = telemetry.metrics_url() {
         eprintln!("metrics on {url}");
     }

@@ -59,7 +59,7 @@ fn connect_llm(
         Some(url) => {
             let endpoint = settings.endpoint_from(url, None)?;
             warn_withheld(&endpoint);
-            let model = match settings.model(model) {
+            let model = match settings.model(model.map(|m| ("--model", m))) {
                 Some(m) => m.value,
                 None => first_listed_model(&endpoint)?,
             };

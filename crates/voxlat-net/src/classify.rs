@@ -318,14 +318,18 @@ mod tests {
             std::path::Path::new("/nonexistent/.env"),
         )
         .unwrap();
-        let insecure = s.endpoint(Some("http://10.1.2.3:8080/v1"), None).unwrap();
+        let insecure = s
+            .endpoint(Some(("--base-url", "http://10.1.2.3:8080/v1")), None)
+            .unwrap();
         let h = hint(&insecure);
         assert!(
             h.contains("withheld") && h.contains("env VOXLAT_API_KEY"),
             "{h}"
         );
         assert!(h.contains("plain http"), "{h}");
-        let llm = s.endpoint(Some("https://llm.example/v1"), None).unwrap();
+        let llm = s
+            .endpoint(Some(("--base-url", "https://llm.example/v1")), None)
+            .unwrap();
         let asr = s
             .service_endpoint(
                 Service::Asr,

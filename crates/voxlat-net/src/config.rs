@@ -62,6 +62,10 @@ impl Serialize for ApiKey {
     }
 }
 
+/// A value the caller was given (`(name, value)`), such as a command-line flag: the name is
+/// the caller's, and results and errors quote it as the value's source.
+pub type Flag<'a> = (&'a str, &'a str);
+
 /// A value and where it came from (`--base-url`, `env VOXLAT_BASE_URL`, `.env OPENAI_API_KEY`…).
 #[derive(Clone, Debug, Serialize)]
 pub struct Sourced<T> {
@@ -194,7 +198,7 @@ impl Settings {
     }
 
     /// The first of `flag`, then each variable in the environment, then in `.env`.
-    pub fn pick(&self, flag: Option<(&str, &str)>, vars: &[&str]) -> Option<Sourced<String>> {
+    pub fn pick(&self, flag: Option<Flag<'_>>, vars: &[&str]) -> Option<Sourced<String>> {
         if let Some((name, v)) = flag.filter(|(_, v)| !v.trim().is_empty()) {
             return Some(Sourced {
                 value: v.to_string(),
@@ -227,11 +231,11 @@ impl Settings {
 
     pub fn endpoint(
         &self,
-        base_flag: Option<&str>,
-        key_flag: Option<&str>,
+        base_flag: Option<Flag<'_>>,
+        key_flag: Option<Flag<'_>>,
     ) -> Result<Endpoint, ConfigError> {
         let base = self
-            .pick(base_flag.map(|v| ("--base-url", v)), BASE_URL_VARS)
+            .pick(base_flag, BASE_URL_VARS)
             .ok_or(ConfigError::NoBaseUrl)?;
         self.endpoint_from(base, key_flag)
     }
@@ -242,13 +246,13 @@ impl Settings {
     pub fn endpoint_from(
         &self,
         base: Sourced<String>,
-        key_flag: Option<&str>,
+        key_flag: Option<Flag<'_>>,
     ) -> Result<Endpoint, ConfigError> {
         self.service_endpoint(Service::Llm, base, key_flag, None)
     }
 
-    pub fn model(&self, flag: Option<&str>) -> Option<Sourced<String>> {
-        self.pick(flag.map(|v| ("--model", v)), MODEL_VARS)
+    pub fn model(&self, flag: Option<Flag<'_>>) -> Option<Sourced<String>> {
+        self.pick(flag, MODEL_VARS)
     }
 }
 
@@ -284,14 +288,20 @@ mod tests {
             .source
             .ends_with("OPENAI_API_KEY"));
         let e = s
-            .endpoint(Some("https://flag/v1"), Some("sk-flag"))
+            .endpoint(
+                Some(("--base-url", "https://flag/v1")),
+                Some(("--api-key", "sk-flag")),
+            )
             .unwrap();
         assert_eq!(
             (e.base_url.value.as_str(), e.key().unwrap().expose()),
             ("https://flag/v1", "sk-flag")
         );
         assert_eq!(s.model(None).unwrap().value, "m-dot");
-        assert_eq!(s.model(Some("m-flag")).unwrap().source, "--model");
+        assert_eq!(
+            s.model(Some(("--model", "m-flag"))).unwrap().source,
+            "--model"
+        );
     }
 
     #[test]
@@ -318,7 +328,9 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("VOXLAT_BASE_URL"));
-        let err = s.endpoint(Some("localhost:8080/v1"), None).unwrap_err();
+        let err = s
+            .endpoint(Some(("--base-url", "localhost:8080/v1")), None)
+            .unwrap_err();
         assert!(err.to_string().contains("http://"), "{err}");
     }
 

@@ -18,7 +18,8 @@ fn main() {
     voxlat_core::clock::init();
     let _guard = voxlat_telemetry::init_tracing("voxlat-record-cost", "warn");
     let metrics = std::env::args().any(|a| a == "metrics");
-    let t = TurnTelemetry::start(metrics.then_some("127.0.0.1:0")).expect("metrics server");
+    let t = TurnTelemetry::start(metrics.then_some(("example", "127.0.0.1:0")))
+        .expect("metrics server");
     let snaps: Vec<_> = (0..200)
         .map(|i| {
             let tl = Timeline::new(RequestId::new());

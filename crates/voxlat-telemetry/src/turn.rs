@@ -16,10 +16,12 @@ pub struct TurnTelemetry {
 }
 
 impl TurnTelemetry {
-    /// Serves the turn metrics on `metrics_addr` (the `--metrics-addr` flag) when given;
-    /// without it, records no metrics at all.
-    pub fn start(metrics_addr: Option<&str>) -> Result<TurnTelemetry, TelemetryError> {
-        let Some(addr) = metrics_addr else {
+    /// Serves the turn metrics at `metrics_addr`, given as (where it came from, `HOST:PORT`),
+    /// when given; without it, records no metrics at all. Errors quote the source.
+    pub fn start(
+        metrics_addr: Option<(&'static str, &str)>,
+    ) -> Result<TurnTelemetry, TelemetryError> {
+        let Some((source, addr)) = metrics_addr else {
             return Ok(TurnTelemetry {
                 metrics: None,
                 server: None,
@@ -27,7 +29,7 @@ impl TurnTelemetry {
         };
         let mut registry = Registry::default();
         let metrics = TurnMetrics::register(&mut registry);
-        let server = MetricsServer::start("--metrics-addr", addr, Arc::new(registry))?;
+        let server = MetricsServer::start(source, addr, Arc::new(registry))?;
         Ok(TurnTelemetry {
             metrics: Some(metrics),
             server: Some(server),

@@ -24,12 +24,10 @@ fn resolve_endpoint(
     cfg: &BenchConfig,
     args: &BenchLlmArgs,
 ) -> Result<(Endpoint, Option<EmbeddedServer>)> {
-    let base_flag = cfg.base_url.as_deref();
-    if settings
-        .pick(base_flag.map(|v| ("--base-url", v)), BASE_URL_VARS)
-        .is_some()
-    {
-        let endpoint = settings.endpoint(base_flag, args.api_key.as_deref())?;
+    let base_flag = cfg.base_url.as_deref().map(|v| ("--base-url", v));
+    if settings.pick(base_flag, BASE_URL_VARS).is_some() {
+        let key_flag = args.api_key.as_deref().map(|v| ("--api-key", v));
+        let endpoint = settings.endpoint(base_flag, key_flag)?;
         crate::common::llm::warn_withheld(&endpoint);
         return Ok((endpoint, None));
     }

@@ -181,7 +181,9 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         .collect();
     results.skipped = skipped;
     let mut writer = ResultsWriter::new(&args.session.output_dir, results)?;
-    let telemetry = voxlat_telemetry::TurnTelemetry::start(args.metrics_addr.as_deref())?;
+    let telemetry = voxlat_telemetry::TurnTelemetry::start(
+        args.metrics_addr.as_deref().map(|a| ("--metrics-addr", a)),
+    )?;
     if let Some(url) = telemetry.metrics_url() {
         eprintln!("metrics on {url}");
     }

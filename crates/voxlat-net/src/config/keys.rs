@@ -7,7 +7,7 @@
 //! the process environment. A key held back is recorded on the endpoint, with the reason, so
 //! the caller can warn and a 401 can say why no key was sent.
 
-use super::{ApiKey, ConfigError, Endpoint, Layer, Settings, Sourced, API_KEY_VARS};
+use super::{ApiKey, ConfigError, Endpoint, Flag, Layer, Settings, Sourced, API_KEY_VARS};
 use serde::Serialize;
 use url::{Host, Url};
 
@@ -108,7 +108,7 @@ impl Settings {
         &self,
         service: Service,
         base: Sourced<String>,
-        key_flag: Option<&str>,
+        key_flag: Option<Flag<'_>>,
         llm: Option<&Endpoint>,
     ) -> Result<Endpoint, ConfigError> {
         let url = super::normalize_base(&base.value);
@@ -145,7 +145,7 @@ impl Settings {
         service: Service,
         base: &Sourced<String>,
         url: &Url,
-        key_flag: Option<&str>,
+        key_flag: Option<Flag<'_>>,
         llm: Option<&Endpoint>,
     ) -> Choice {
         let key = match self.own_key(key_flag, service.key_vars(), base)? {
@@ -170,10 +170,10 @@ impl Settings {
 
     /// The flag, else the first of `vars` set: in the environment then `.env`, or, for a URL
     /// from `.env`, in `.env` alone (one set only in the environment is held back).
-    fn own_key(&self, flag: Option<&str>, vars: &[&str], base: &Sourced<String>) -> Choice {
+    fn own_key(&self, flag: Option<Flag<'_>>, vars: &[&str], base: &Sourced<String>) -> Choice {
         let picked = if base.layer == Layer::DotEnv {
             let in_file = self.pick_in(&self.dotenv, &self.dotenv_path, Layer::DotEnv, vars);
-            match self.pick(flag.map(|v| ("--api-key", v)), &[]).or(in_file) {
+            match self.pick(flag, &[]).or(in_file) {
                 Some(k) => Some(k),
                 None => {
                     if let Some(env) = self.pick_in(&self.env, "env", Layer::Env, vars) {
@@ -188,7 +188,7 @@ impl Settings {
                 }
             }
         } else {
-            self.pick(flag.map(|v| ("--api-key", v)), vars)
+            self.pick(flag, vars)
         };
         Ok(picked.and_then(|s| {
             ApiKey::new(&s.value).map(|value| Sourced {
@@ -383,7 +383,7 @@ mod tests {
             .contains("clear text"));
         // An explicit --api-key is held back too: the wire is what leaks it.
         let e = s
-            .endpoint_from(url("http://gpu-box.lan/v1"), Some("sk-flag"))
+            .endpoint_from(url("http://gpu-box.lan/v1"), Some(("--api-key", "sk-flag")))
             .unwrap();
         assert_eq!(sent(&e), None);
         assert_eq!(e.withheld_key.unwrap().source, "--api-key");
@@ -448,7 +448,7 @@ mod tests {
         assert_eq!(w.source, "env OPENAI_API_KEY");
         assert!(matches!(w.reason, Withheld::DotEnvUrl { .. }), "{w:?}");
         // An explicit flag is the user's own choice.
-        let e = s.endpoint(None, Some("sk-flag")).unwrap();
+        let e = s.endpoint(None, Some(("--api-key", "sk-flag"))).unwrap();
         assert_eq!(sent(&e), Some("sk-flag"));
         // A speech server's URL from .env: neither its own env key nor the LLM's env key.
         let asr_url = s.pick(None, &["VOXLAT_ASR_URL"]).unwrap();
