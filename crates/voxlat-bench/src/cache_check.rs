@@ -68,7 +68,7 @@ pub fn cold_cache_finding(requests: &[RequestRecord], synthetic: bool) -> Option
             shares.len(),
             mean * 100.0
         ),
-        advice: "the prompts were sent before: a run repeated with the same --seed/--prompt-seed, or a server that caches across clients. Run without a fixed seed (each run draws a new one), or restart the server or turn its prompt cache off".into(),
+        advice: "the prompts were sent before: a run repeated with the same prompt seed, or a server that caches across clients. A run without a fixed seed draws new prompts; restarting the server or turning its prompt cache off also clears it".into(),
     })
 }
 
@@ -89,7 +89,7 @@ pub fn hit_rate_warning(a: &BenchResults, b: &BenchResults) -> Option<String> {
     let (ha, hb) = (hit_rate(a)?, hit_rate(b)?);
     ((ha - hb).abs() >= HIT_RATE_WARN_DIFF).then(|| {
         format!(
-            "warning: the server's prompt cache served {:.0}% of prompt tokens in A and {:.0}% in B, so TTFT differences include cache hits, not only the server's speed. Compare runs with fresh prompts (no fixed --seed) or with the cache off",
+            "warning: the server's prompt cache served {:.0}% of prompt tokens in A and {:.0}% in B, so TTFT differences include cache hits, not only the server's speed. Compare runs with fresh prompts (no fixed seed) or with the cache off",
             ha * 100.0,
             hb * 100.0
         )

@@ -139,7 +139,7 @@ pub fn render_analysis(r: &BenchResults) -> String {
                 CacheVerdict::PrefixCache => "the server caches prefixes (a repeat and a change at the end are fast, a change at the start is not)",
                 CacheVerdict::ExactMatchOnly => "only an identical prompt is fast: the cache does not reuse a shared prefix",
                 CacheVerdict::NoReuse => "no reuse: a repeated prompt costs a full prefill",
-                CacheVerdict::Inconclusive => "inconclusive: prefill of this prompt is too short to tell; raise --prompt-tokens",
+                CacheVerdict::Inconclusive => "inconclusive: prefill of this prompt is too short to tell; a longer prompt can",
             }
         ));
     }
