@@ -8,7 +8,7 @@ use std::time::Duration;
 use voxlat_core::clock;
 use voxlat_core::remote::RemoteCall;
 use voxlat_net::classify::{chain, classify, scrub, status_error};
-use voxlat_net::{Endpoint, NetError, TimeoutKind};
+use voxlat_net::{ClientOptions, Endpoint, NetError, TimeoutKind};
 
 /// How long a remote stage may take, per phase.
 #[derive(Clone, Copy, Debug)]
@@ -29,12 +29,14 @@ pub(crate) struct Http {
 
 impl Http {
     pub fn new(endpoint: Endpoint, timeouts: Timeouts) -> Result<Http, NetError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(timeouts.connect)
-            .tcp_nodelay(true)
-            .user_agent(concat!("voxlat/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| NetError::Other(format!("cannot build the HTTP client: {}", chain(&e))))?;
+        // voxlat-net's client, as the LLM's full transport uses: the same connect timeout,
+        // resolver and connection stamps for every service.
+        let opts = ClientOptions {
+            connect_timeout: timeouts.connect,
+            ..ClientOptions::default()
+        };
+        let tls = endpoint.base_url.value.starts_with("https://");
+        let client = voxlat_net::transport::http_client(&opts, tls, false)?;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
