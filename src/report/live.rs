@@ -36,7 +36,7 @@ pub fn turn_line(rec: &TurnRecord) -> String {
     let Some(b) = &rec.breakdown else {
         return format!(" [{:?}]", rec.outcome).to_lowercase();
     };
-    let dominant = b.dominant().map(|d| d.name.clone());
+    let dominant = b.dominant().map(|d| d.name);
     let parts: Vec<String> = b
         .segments
         .iter()

@@ -156,7 +156,7 @@ impl Aggregate {
             segments
                 .iter()
                 .max_by(|a, b| f(&a.1).total_cmp(&f(&b.1)))
-                .map(|(n, _)| n.clone())
+                .map(|(n, _)| *n)
         };
         let wers: Vec<f64> = measured.iter().filter_map(|t| t.wer).collect();
         let asr_compute: Vec<f64> = measured.iter().filter_map(|t| t.asr_compute_ms).collect();
