@@ -4,6 +4,30 @@ use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+/// A file operation that failed, and the path it failed on: "cannot read /x: …". The error
+/// crates that touch files wrap it (`#[from]`), so `.map_err(IoAt::on("read", path))?` works
+/// in each.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot {action} {path}: {source}")]
+pub struct IoAt {
+    pub action: &'static str,
+    pub path: PathBuf,
+    #[source]
+    pub source: io::Error,
+}
+
+impl IoAt {
+    /// The `map_err` for `action` ("read", "create", …) on `path`.
+    pub fn on(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> IoAt {
+        let path = path.into();
+        move |source| IoAt {
+            action,
+            path,
+            source,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
     #[error("{path} has only {free_mib} MiB free; a run needs at least {need_mib} MiB for its results. Free some space or choose another output directory")]

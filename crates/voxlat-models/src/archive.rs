@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
+use voxlat_core::fsio::IoAt;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -39,7 +40,7 @@ pub fn extract(
     kind: Kind,
     wanted: &BTreeMap<String, PathBuf>,
 ) -> Result<Vec<String>, SourceError> {
-    let file = File::open(archive).map_err(SourceError::io("open", archive))?;
+    let file = File::open(archive).map_err(IoAt::on("open", archive))?;
     let mut found = Vec::new();
     match kind {
         Kind::Zip => {
@@ -50,7 +51,7 @@ pub fn extract(
                     Err(zip::result::ZipError::FileNotFound) => continue,
                     Err(e) => return Err(archive_err(archive, e)),
                 };
-                let mut out = File::create(dest).map_err(SourceError::io("create", dest))?;
+                let mut out = File::create(dest).map_err(IoAt::on("create", dest))?;
                 io::copy(&mut entry, &mut out).map_err(|e| archive_err(archive, e))?;
                 found.push(member.clone());
             }
@@ -62,7 +63,7 @@ pub fn extract(
                 let path = entry.path().map_err(|e| archive_err(archive, e))?;
                 let name = path.to_string_lossy().trim_start_matches("./").to_string();
                 if let Some(dest) = wanted.get(&name) {
-                    let mut out = File::create(dest).map_err(SourceError::io("create", dest))?;
+                    let mut out = File::create(dest).map_err(IoAt::on("create", dest))?;
                     io::copy(&mut entry, &mut out).map_err(|e| archive_err(archive, e))?;
                     found.push(name);
                 }

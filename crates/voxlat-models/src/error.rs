@@ -1,6 +1,6 @@
 use std::fmt;
-use std::io;
 use std::path::PathBuf;
+use voxlat_core::fsio::IoAt;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ModelsError {
@@ -10,13 +10,8 @@ pub enum ModelsError {
     UnknownModel { name: String, known: Vec<String> },
     #[error("no models cache directory: this platform has no cache directory. Set VOXLAT_MODELS_DIR to a writable directory")]
     NoCacheDir,
-    #[error("cannot {action} {path}: {source}")]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] IoAt),
     #[error("{0}")]
     Unavailable(Box<Unavailable>),
     #[error("model `{model}` is not ready: {} ({reason})", path.display())]
@@ -25,20 +20,6 @@ pub enum ModelsError {
         path: PathBuf,
         reason: String,
     },
-}
-
-impl ModelsError {
-    pub(crate) fn io(
-        action: &'static str,
-        path: impl Into<PathBuf>,
-    ) -> impl FnOnce(io::Error) -> Self {
-        let path = path.into();
-        move |source| ModelsError::Io {
-            action,
-            path,
-            source,
-        }
-    }
 }
 
 /// Every source of a model failed. The message is the whole story a user needs offline: what
@@ -107,25 +88,6 @@ pub enum SourceError {
     UnknownConverter(String),
     #[error("conversion failed: {0}")]
     Convert(Box<dyn std::error::Error + Send + Sync>),
-    #[error("cannot {action} {path}: {source}")]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-}
-
-impl SourceError {
-    pub(crate) fn io(
-        action: &'static str,
-        path: impl Into<PathBuf>,
-    ) -> impl FnOnce(io::Error) -> Self {
-        let path = path.into();
-        move |source| SourceError::Io {
-            action,
-            path,
-            source,
-        }
-    }
+    #[error(transparent)]
+    Io(#[from] IoAt),
 }

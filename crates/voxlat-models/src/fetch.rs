@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
+use voxlat_core::fsio::IoAt;
 
 /// The converter that turns faster-whisper's CTranslate2 checkpoint into a ggml file.
 pub const CT2_WHISPER_GGML: &str = "ct2-whisper-ggml";
@@ -137,9 +138,9 @@ impl Store {
         reporter: &dyn Reporter,
     ) -> Result<(), ModelsError> {
         let dir = self.model_dir(&model.name);
-        fs::create_dir_all(&dir).map_err(ModelsError::io("create", &dir))?;
+        fs::create_dir_all(&dir).map_err(IoAt::on("create", &dir))?;
         let dest = self.path(&model.name, &p.file);
-        fs::rename(&p.path, &dest).map_err(ModelsError::io("move into place", &dest))?;
+        fs::rename(&p.path, &dest).map_err(IoAt::on("move into place", &dest))?;
         if let Ok(d) = File::open(&dir) {
             // Make the rename durable before declaring the file ready.
             let _ = d.sync_all();
@@ -166,17 +167,14 @@ impl Store {
         reporter: &dyn Reporter,
     ) -> Result<(tempfile::TempDir, Vec<Product>), SourceError> {
         let tmp_root = self.dir.join(".tmp");
-        fs::create_dir_all(&tmp_root).map_err(SourceError::io("create", &tmp_root))?;
+        fs::create_dir_all(&tmp_root).map_err(IoAt::on("create", &tmp_root))?;
         let tmp = tempfile::Builder::new()
             .prefix(&format!("{}.", model.name))
             .tempdir_in(&tmp_root)
-            .map_err(SourceError::io(
-                "create a temporary directory in",
-                &tmp_root,
-            ))?;
+            .map_err(IoAt::on("create a temporary directory in", &tmp_root))?;
         let work = tmp.path();
         let out_dir = work.join("out");
-        fs::create_dir_all(&out_dir).map_err(SourceError::io("create", &out_dir))?;
+        fs::create_dir_all(&out_dir).map_err(IoAt::on("create", &out_dir))?;
         let produce = model
             .produce(source)
             .ok_or_else(|| SourceError::Http("source produces no file".into()))?;
@@ -196,7 +194,7 @@ impl Store {
         } else {
             let archives = self.fetch_archives(source, work, &model.name, reporter)?;
             let extract_dir = work.join("members");
-            fs::create_dir_all(&extract_dir).map_err(SourceError::io("create", &extract_dir))?;
+            fs::create_dir_all(&extract_dir).map_err(IoAt::on("create", &extract_dir))?;
             match produce {
                 Produce::Body { .. } => {
                     // Manifest validation requires members/concat/convert for packages.
@@ -225,15 +223,15 @@ impl Store {
                         .collect();
                     extract_all(&archives, &want)?;
                     let dest = out_dir.join(file);
-                    let mut out = File::create(&dest).map_err(SourceError::io("create", &dest))?;
+                    let mut out = File::create(&dest).map_err(IoAt::on("create", &dest))?;
                     for (i, _) in parts.iter().enumerate() {
                         let part = extract_dir.join(format!("part{i:03}"));
-                        let mut f = File::open(&part).map_err(SourceError::io("open", &part))?;
-                        io::copy(&mut f, &mut out).map_err(SourceError::io("write", &dest))?;
+                        let mut f = File::open(&part).map_err(IoAt::on("open", &part))?;
+                        io::copy(&mut f, &mut out).map_err(IoAt::on("write", &dest))?;
                         // Free the space as we go: the parts are as large as the result.
                         let _ = fs::remove_file(&part);
                     }
-                    out.sync_all().map_err(SourceError::io("sync", &dest))?;
+                    out.sync_all().map_err(IoAt::on("sync", &dest))?;
                     outputs.insert(file.to_string(), dest);
                 }
                 Produce::Convert {
@@ -260,8 +258,8 @@ impl Store {
             let spec = model
                 .file(&file)
                 .ok_or_else(|| SourceError::Http(format!("unknown output {file}")))?;
-            let (sha, size) = sha256_file(&path, &model.name, reporter)
-                .map_err(SourceError::io("read", &path))?;
+            let (sha, size) =
+                sha256_file(&path, &model.name, reporter).map_err(IoAt::on("read", &path))?;
             let expected = source.sha256.as_deref().unwrap_or(&spec.sha256);
             let pinned_now = source.trust_on_first_use && sha != spec.sha256;
             if sha != expected && !source.trust_on_first_use {
@@ -292,7 +290,7 @@ impl Store {
         reporter: &dyn Reporter,
     ) -> Result<Vec<PathBuf>, SourceError> {
         let dl = work.join("download");
-        fs::create_dir_all(&dl).map_err(SourceError::io("create", &dl))?;
+        fs::create_dir_all(&dl).map_err(IoAt::on("create", &dl))?;
         let step = |message: &str| reporter.event(Event::Step { model, message });
         match source.origin() {
             Origin::Url(url) => {

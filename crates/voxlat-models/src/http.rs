@@ -8,6 +8,7 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::Path;
 use std::time::Duration;
+use voxlat_core::fsio::IoAt;
 
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
@@ -85,12 +86,14 @@ pub fn download(
     reporter: &dyn Reporter,
 ) -> Result<u64, SourceError> {
     let what = format!("downloading {url}");
-    let mut out = File::create(dest).map_err(SourceError::io("create", dest))?;
+    let mut out = File::create(dest).map_err(IoAt::on("create", dest))?;
     if let Some(path) = url.strip_prefix("file://") {
-        let src = File::open(path).map_err(SourceError::io("open", path))?;
+        let src = File::open(path).map_err(IoAt::on("open", path))?;
         let total = src.metadata().ok().map(|m| m.len());
-        return copy_with_progress(src, &mut out, total, model, &what, reporter)
-            .map_err(SourceError::io("copy to", dest));
+        return Ok(
+            copy_with_progress(src, &mut out, total, model, &what, reporter)
+                .map_err(IoAt::on("copy to", dest))?,
+        );
     }
     if !(url.starts_with("https://") || url.starts_with("http://")) {
         return Err(SourceError::Http(format!(

@@ -5,6 +5,7 @@
 use crate::error::SourceError;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use voxlat_core::fsio::IoAt;
 
 #[derive(Debug, Clone)]
 pub struct Tools {
@@ -57,7 +58,7 @@ fn run(mut cmd: Command, tool: &str, shown: String) -> Result<(), SourceError> {
 
 fn archives_in(dir: &Path) -> Result<Vec<PathBuf>, SourceError> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(SourceError::io("list", dir))?
+        .map_err(IoAt::on("list", dir))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
             p.file_name()

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
+use voxlat_core::fsio::IoAt;
 
 /// Environment variable that overrides the cache directory.
 pub const DIR_ENV: &str = "VOXLAT_MODELS_DIR";
@@ -131,11 +132,11 @@ impl Store {
     /// Creates the cache directory, marked so it is never committed or backed up by accident
     /// even when `VOXLAT_MODELS_DIR` points inside a git checkout.
     pub fn prepare(&self) -> Result<(), ModelsError> {
-        fs::create_dir_all(&self.dir).map_err(ModelsError::io("create", &self.dir))?;
+        fs::create_dir_all(&self.dir).map_err(IoAt::on("create", &self.dir))?;
         let ignore = self.dir.join(".gitignore");
         if !ignore.exists() {
             fs::write(&ignore, "# voxlat models cache: never commit weights\n*\n")
-                .map_err(ModelsError::io("write", &ignore))?;
+                .map_err(IoAt::on("write", &ignore))?;
         }
         let tag = self.dir.join("CACHEDIR.TAG");
         if !tag.exists() {
@@ -143,7 +144,7 @@ impl Store {
                 &tag,
                 "Signature: 8a477f597d28d172789f06886806bc55\n# voxlat models cache\n",
             )
-            .map_err(ModelsError::io("write", &tag))?;
+            .map_err(IoAt::on("write", &tag))?;
         }
         Ok(())
     }
@@ -162,7 +163,7 @@ impl Store {
         trust_on_first_use: bool,
     ) -> Result<(), ModelsError> {
         let path = self.path(model, file);
-        let meta = fs::metadata(&path).map_err(ModelsError::io("stat", &path))?;
+        let meta = fs::metadata(&path).map_err(IoAt::on("stat", &path))?;
         let stamp = Stamp {
             sha256: sha256.to_string(),
             size: meta.len(),
@@ -170,13 +171,10 @@ impl Store {
             source: source.to_string(),
             trust_on_first_use,
         };
-        let text = toml::to_string(&stamp).map_err(|e| ModelsError::Io {
-            action: "encode stamp for",
-            path: path.clone(),
-            source: std::io::Error::other(e),
-        })?;
+        let text = toml::to_string(&stamp)
+            .map_err(|e| IoAt::on("encode stamp for", &path)(std::io::Error::other(e)))?;
         let sp = self.stamp_path(model, file);
-        fs::write(&sp, text).map_err(ModelsError::io("write", &sp))
+        Ok(fs::write(&sp, text).map_err(IoAt::on("write", &sp))?)
     }
 
     /// (sha256, size) pairs that count as a good copy of `file`: the manifest's own, any

@@ -12,7 +12,8 @@ pub mod vocab;
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use voxlat_core::fsio::IoAt;
 
 /// Whisper's audio front end: 16 kHz, 25 ms windows.
 const SAMPLE_RATE: u32 = 16_000;
@@ -20,13 +21,8 @@ const N_FFT: usize = 400;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConvertError {
-    #[error("cannot {action} {path}: {source}")]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] IoAt),
     #[error("model.bin is truncated: {what} at byte {offset} runs past the end. Re-fetch it")]
     Truncated { what: String, offset: usize },
     #[error("model.bin is not a CTranslate2 Whisper checkpoint this converter reads (at byte {offset}): {detail}")]
@@ -97,11 +93,7 @@ pub fn convert(
     let mel = voxlat_core::mel::slaney_mel_filters(SAMPLE_RATE, N_FFT, n_mels);
 
     let mut w = Counting { inner: out, n: 0 };
-    let write_err = |source| ConvertError::Io {
-        action: "write",
-        path: PathBuf::from("<output>"),
-        source,
-    };
+    let write_err = |source| ConvertError::Io(IoAt::on("write", "<output>")(source));
     ggml::write_header(&mut w, &hp, &mel, n_mels, N_FFT / 2 + 1, &tokens).map_err(write_err)?;
     for t in &tensors {
         ggml::write_tensor(&mut w, t).map_err(write_err)?;
@@ -140,32 +132,20 @@ pub fn convert_files(
     vocabulary: &Path,
     out: &Path,
 ) -> Result<Summary, ConvertError> {
-    let io = |action, path: &Path| {
-        let path = path.to_path_buf();
-        move |source| ConvertError::Io {
-            action,
-            path,
-            source,
-        }
-    };
-    let bin = std::fs::read(model_bin).map_err(io("read", model_bin))?;
-    let vocab_text = std::fs::read_to_string(vocabulary).map_err(io("read", vocabulary))?;
-    let file = File::create(out).map_err(io("create", out))?;
+    let bin = std::fs::read(model_bin).map_err(IoAt::on("read", model_bin))?;
+    let vocab_text = std::fs::read_to_string(vocabulary).map_err(IoAt::on("read", vocabulary))?;
+    let file = File::create(out).map_err(IoAt::on("create", out))?;
     let mut w = BufWriter::with_capacity(1 << 20, file);
     let summary = convert(&bin, &vocab_text, &mut w).map_err(|e| match e {
-        ConvertError::Io { action, source, .. } => ConvertError::Io {
-            action,
-            path: out.to_path_buf(),
-            source,
-        },
+        ConvertError::Io(IoAt { action, source, .. }) => {
+            ConvertError::Io(IoAt::on(action, out)(source))
+        }
         other => other,
     })?;
-    let file = w.into_inner().map_err(|e| ConvertError::Io {
-        action: "write",
-        path: out.to_path_buf(),
-        source: e.into_error(),
-    })?;
-    file.sync_all().map_err(io("sync", out))?;
+    let file = w
+        .into_inner()
+        .map_err(|e| IoAt::on("write", out)(e.into_error()))?;
+    file.sync_all().map_err(IoAt::on("sync", out))?;
     Ok(summary)
 }
 
@@ -393,7 +373,7 @@ mod tests {
         let mut inputs = std::collections::BTreeMap::new();
         inputs.insert(
             "faster-whisper-tiny.en/model.bin".to_string(),
-            PathBuf::from("/nonexistent/model.bin"),
+            std::path::PathBuf::from("/nonexistent/model.bin"),
         );
         let err = convert_inputs(&inputs, Path::new("/nonexistent/out.bin")).unwrap_err();
         let e = err
