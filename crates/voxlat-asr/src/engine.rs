@@ -174,6 +174,23 @@ pub struct Transcript {
 }
 
 impl Transcript {
+    /// No audio was decoded because none brought new words: a turn that answers words heard
+    /// before (the user went quiet after interrupting an early commit).
+    pub fn no_new_words() -> Transcript {
+        Transcript {
+            text: String::new(),
+            raw: String::new(),
+            rejected: Some("no new words".into()),
+            levels: crate::filter::levels(&[]),
+            compute: Duration::ZERO,
+            audio: Duration::ZERO,
+            real_time_factor: 0.0,
+            tokens: 0,
+            fallback: None,
+            remote: None,
+        }
+    }
+
     /// Compute spent on decodes after the first (zero when the first was kept).
     pub fn fallback_compute(&self) -> Duration {
         self.fallback

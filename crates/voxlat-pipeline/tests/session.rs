@@ -1002,6 +1002,56 @@ fn a_cough_after_an_early_commit_keeps_the_words() {
     assert_eq!(last.messages.last().unwrap().content, "Set a timer");
 }
 
+/// A noise cuts a committed turn short before its reply is heard (the barge-in gate fires),
+/// and no utterance follows it: the words are not left waiting for the next thing the user
+/// says. Two seconds after the cut they are answered on their own, once, with the wait in
+/// the turn's `endpointing`. The source stays open throughout (the timer decides, not its end).
+#[test]
+fn words_cut_short_by_a_noise_that_is_no_utterance_are_answered_after_two_seconds() {
+    let mut f = Fakes::new();
+    f.asr = FakeAsr::new(&["Ask not what your country can do"], 20 * MS);
+    f.llm.ttft = 800 * MS;
+    let requests = f.llm.requests.clone();
+    let recs = live_turns(&f, |tx| async move {
+        tx.send(endpoint(false)).await.unwrap();
+        tokio::time::sleep(200 * MS).await;
+        tx.send(SourceEvent::BargeIn {
+            onset: clock::now(),
+        })
+        .await
+        .unwrap();
+        tokio::time::sleep(6_000 * MS).await;
+    });
+    assert_eq!(recs.len(), 2, "{recs:#?}");
+    assert_eq!(recs[0].outcome, TurnOutcome::Interrupted);
+    assert_eq!(recs[1].outcome, TurnOutcome::Ok, "{:?}", recs[1].error);
+    assert_eq!(
+        recs[1].merged_words.as_deref(),
+        Some("Ask not what your country can do")
+    );
+    assert_eq!(recs[1].transcript, "");
+    let asked = last_user_messages(&requests);
+    assert_eq!(
+        asked,
+        vec!["Ask not what your country can do"; 2],
+        "asked once before the cut and once after"
+    );
+    // The first turn's speech end, 600 ms before its endpoint; asked again 2 s after the cut
+    // at 200 ms, so endpointing is at least 2.8 s. Had only the source's end (6.2 s after the
+    // endpoint) released the words, it would be over 6.8 s.
+    let endpointing = recs[1]
+        .breakdown
+        .as_ref()
+        .expect("a breakdown")
+        .segment_ns(voxlat_core::segments::Segment::Endpointing)
+        .expect("endpointing") as f64
+        / 1e6;
+    assert!(
+        (2_790.0..6_500.0).contains(&endpointing),
+        "endpointing {endpointing} ms"
+    );
+}
+
 /// TPOT and ITL against the scripted LLM's known token gaps (40 ms; a sleep never ends
 /// early, so neither can be below it), and a TTS real-time factor and playback margin for
 /// the reply that played.

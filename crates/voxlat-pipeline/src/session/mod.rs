@@ -26,7 +26,7 @@ mod launch;
 mod state;
 mod waste;
 
-use continuation::carried_words;
+use continuation::{carried_words, AskAgain};
 pub use continuation::RESUMED_WITHIN_MS;
 
 pub use inputs::{SessionOptions, SourceClock, SourceEvent, TurnMeta};
@@ -119,6 +119,10 @@ pub struct Session<'p> {
     /// The words of a committed turn the user went on from before its reply was audible:
     /// the next turn continues them (one user message, never two, never lost).
     carried: Option<String>,
+    /// When the carried words are asked again on their own, if no speech follows.
+    ask_again: Option<AskAgain>,
+    /// The endpointer heard speech start and has not ended it yet.
+    speaking: bool,
     started: u32,
     /// A finished turn's record not handed out yet (it waits for `waste` to settle).
     ready: Option<TurnRecord>,
@@ -150,6 +154,8 @@ impl<'p> Session<'p> {
             waiting: std::collections::VecDeque::new(),
             last_commit: None,
             carried: None,
+            ask_again: None,
+            speaking: false,
             started: 0,
             ready: None,
             waste: Waste::default(),
@@ -210,6 +216,11 @@ impl<'p> Session<'p> {
                         self.cancel_turn(onset);
                     }
                 } else if self.source != SourceState::Open {
+                    // No speech can follow: words still carried are answered now.
+                    if let Some(a) = self.ask_again.take() {
+                        self.waiting.push_back(a.endpointed());
+                        continue;
+                    }
                     return Ok(self.empty_source_record());
                 }
             }
@@ -218,7 +229,17 @@ impl<'p> Session<'p> {
                 .idle_timeout
                 .filter(|_| self.turn.is_idle())
                 .map(|d| d.saturating_sub(self.last_activity.elapsed()));
+            let ask_at = self
+                .ask_again
+                .as_ref()
+                .filter(|_| self.turn.is_idle() && self.waiting.is_empty() && !self.speaking)
+                .map(|a| a.due);
             tokio::select! {
+                _ = tokio::time::sleep_until(ask_at.unwrap_or_else(tokio::time::Instant::now)), if ask_at.is_some() => {
+                    if let Some(a) = self.ask_again.take() {
+                        self.waiting.push_back(a.endpointed());
+                    }
+                }
                 _ = tokio::time::sleep(idle_left.unwrap_or_default()), if idle_left.is_some() => {
                     return Err(SessionError::Idle {
                         secs: self.opts.idle_timeout.unwrap_or_default().as_secs(),
@@ -236,6 +257,7 @@ impl<'p> Session<'p> {
                         continue;
                     }
                     self.carried = carried_words(&rec);
+                    self.ask_again = self.carried.as_ref().and_then(|_| AskAgain::after(&rec));
                     // Every stage is idle until the next endpoint: the moment to give back
                     // what this turn freed (voxlat_core::memory says why).
                     let took = voxlat_core::memory::release_free_memory();
@@ -262,6 +284,7 @@ impl<'p> Session<'p> {
         match ev {
             VadEvent::SpeechStart { at } => {
                 self.last_activity = Instant::now();
+                self.speaking = true;
                 self.listening.vad_busy.push((at, received));
                 self.user_went_on(at);
             }
@@ -296,6 +319,9 @@ impl<'p> Session<'p> {
             } => {
                 self.last_activity = Instant::now();
                 self.last_commit = Some(at);
+                self.speaking = false;
+                // This utterance's turn carries the words.
+                self.ask_again = None;
                 let heard = std::mem::take(&mut self.listening);
                 // Source times → process clock: identity when paced; anchored at the
                 // decision when in audio time.
