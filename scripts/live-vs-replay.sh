@@ -2,7 +2,9 @@
 # Live against replay on the same clips: plays every turn of the given scenarios into a private
 # PulseAudio null sink whose speaker loops back into its microphone, so `voxlat run` hears them
 # through a real audio device, then replays the same scenarios, and prints both breakdowns side
-# by side (P50 per segment, live/replay ratio) and per clip.
+# by side (P50 per segment, live/replay ratio) and per clip. The device is recorded all the while
+# (parecord of the sink's monitor), and `voxlat check-loopback` times every live turn from that
+# recording: the live total against what the listener heard.
 #
 #   bash scripts/live-vs-replay.sh [SCENARIO.toml ...] [-- FLAGS for both run and replay]
 #
@@ -24,14 +26,16 @@ dir=${LVR_DIR:-results/live-vs-replay-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 
-# One line per turn: the clip's path and the scenario:turn label.
+# One line per turn: the clip's path, the scenario:turn label and the annotated end of speech.
 python3 - "${scenarios[@]}" >"$dir/clips.txt" <<'PY'
 import sys, tomllib, pathlib
 for s in sys.argv[1:]:
     p = pathlib.Path(s)
     doc = tomllib.loads(p.read_text())
     for t in doc["turn"]:
-        print(f"{(p.parent / t['wav']).resolve()}\t{doc['name']}:{t['id']}")
+        if "speech_end_ms" not in t:
+            sys.exit(f"{s}: turn {t['id']} has no speech_end_ms; `voxlat annotate` prints it")
+        print(f"{(p.parent / t['wav']).resolve()}\t{doc['name']}:{t['id']}\t{t['speech_end_ms']}")
 PY
 n=$(wc -l <"$dir/clips.txt")
 echo "$n clips from ${scenarios[*]}; results in $dir"
@@ -40,15 +44,17 @@ pulse="$dir/pulse"
 bash scripts/pulse-null-sink.sh start "$pulse" >"$dir/pulse-server.txt"
 export PULSE_SERVER=$(sed -n 's/^PULSE_SERVER=//p' "$dir/pulse-server.txt")
 voxlat_pid=
+rec_pid=
 cleanup() {
   [[ -n $voxlat_pid ]] && kill "$voxlat_pid" 2>/dev/null || true
+  [[ -n $rec_pid ]] && kill "$rec_pid" 2>/dev/null || true
   bash scripts/pulse-null-sink.sh stop "$pulse"
 }
 trap cleanup EXIT
 
 # Live: one clip at a time, each after the previous turn is in the results file (so its reply
 # has finished playing and cannot overlap the next question).
-"$bin" run --idle-timeout 120 --output-dir "$dir/live" "${flags[@]}" \
+"$bin" run --idle-timeout 120 --output-dir "$dir/live" --save-replies "$dir/replies" "${flags[@]}" \
   >"$dir/live.out" 2>"$dir/live.err" &
 voxlat_pid=$!
 for _ in $(seq 1 1200); do
@@ -57,21 +63,35 @@ for _ in $(seq 1 1200); do
   sleep 0.5
 done
 grep -q "^listening on" "$dir/live.err" || { echo "voxlat run never listened" >&2; exit 1; }
+mkdir -p "$dir/replies"
+# The device as a listener hears it: what the clips and the replies put on the sink, recorded
+# by PulseAudio's own client on its own clock.
+parecord --device=spk.monitor --rate=16000 --channels=1 --format=float32le --file-format=wav \
+  "$dir/device.wav" &
+rec_pid=$!
 sleep 1
-# A finished turn is one line of the JSONL, appended when the turn (its playout included) ends.
+# A finished turn is one line of the JSONL, appended when the turn (its playout included) ends;
+# an interrupted one (its user went on speaking) is followed by the turn that goes on.
 turns_done() { cat "$dir"/live/live-*.jsonl 2>/dev/null | wc -l; }
+answered_since() { cat "$dir"/live/live-*.jsonl 2>/dev/null | tail -n +$(($1 + 1)) | grep -vc '"outcome":"interrupted"' || true; }
 k=0
-while IFS=$'\t' read -r wav label; do
+: >"$dir/plan.tsv"
+while IFS=$'\t' read -r wav label end_ms; do
   k=$((k + 1))
   echo "live $k/$n: $label"
+  before=$(turns_done)
+  printf '%s\t%s\t%s\t%s\n' "$wav" "$label" "$end_ms" "$before" >>"$dir/plan.tsv"
   paplay "$wav" </dev/null
   for _ in $(seq 1 600); do
-    [[ $(turns_done) -ge $k ]] && break
+    [[ $(answered_since "$before") -ge 1 ]] && break
     kill -0 "$voxlat_pid" 2>/dev/null || break
     sleep 0.1
   done
   sleep 1
 done <"$dir/clips.txt"
+kill -INT "$rec_pid" 2>/dev/null || true
+wait "$rec_pid" 2>/dev/null || true
+rec_pid=
 # What the virtual device itself cost: the PulseAudio daemon shares the two cores with voxlat.
 pulse_pid=$(cat "$pulse/runtime/pulse/pid" 2>/dev/null || echo)
 if [[ -n $pulse_pid && -r /proc/$pulse_pid/stat ]]; then
@@ -93,6 +113,10 @@ voxlat_pid=
 # Replay: the same scenarios, paced in real time, after the live run so they never compete.
 "$bin" replay --output-dir "$dir/replay" "${flags[@]}" "${scenarios[@]}" >"$dir/replay.out" 2>&1 \
   || { tail -20 "$dir/replay.out" >&2; exit 1; }
+
+"$bin" check-loopback --recording "$dir/device.wav" --plan "$dir/plan.tsv" \
+  --turns "$(ls "$dir"/live/live-*.jsonl)" --replies "$dir/replies" --json "$dir/loopback.json" \
+  | tee "$dir/loopback.txt"
 
 python3 - "$dir" <<'PY' | tee "$dir/report.txt"
 import glob, json, statistics, sys

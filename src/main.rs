@@ -36,6 +36,8 @@ enum Command {
     BenchStages(cmd::bench_stages::BenchStagesArgs),
     /// Measure end-of-turn policies on turns with cut-off truth: cut-off rate against latency, eot-bench's way.
     EvalTurns(cmd::eval_turns::EvalTurnsArgs),
+    /// Time live turns from a recording of the loopback device and compare with what `voxlat run` reported.
+    CheckLoopback(cmd::check_loopback::CheckLoopbackArgs),
     /// Print the speech bounds of WAV files, for scenario files.
     Annotate(cmd::annotate::AnnotateArgs),
     /// Re-render the HTML report (and print the tables) of a replay results file.
@@ -67,6 +69,7 @@ fn main() -> ExitCode {
         Command::Report(args) => cmd::report::run(args),
         Command::Annotate(args) => cmd::annotate::run(args),
         Command::EvalTurns(args) => cmd::eval_turns::run(args),
+        Command::CheckLoopback(args) => cmd::check_loopback::run(args),
         Command::BenchStages(args) => cmd::bench_stages::run(args),
         Command::Transcribe(args) => cmd::transcribe::run(args),
         Command::Vad(args) => cmd::vad::run(args),

@@ -4,6 +4,7 @@
 pub mod annotate;
 pub mod bench_llm;
 pub mod bench_stages;
+pub mod check_loopback;
 pub mod compare;
 pub mod devices;
 pub mod eval_turns;

@@ -4,6 +4,7 @@
 
 #[cfg(target_os = "linux")]
 mod alsa_capture;
+pub mod align;
 pub mod capture;
 pub mod clockmap;
 pub mod device;

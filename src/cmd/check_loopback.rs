@@ -1,0 +1,277 @@
+//! `voxlat check-loopback`: live voice-to-first-audio measured from a recording of the device,
+//! against the total `voxlat run` reported for the same turn.
+//!
+//! `scripts/live-vs-replay.sh` plays clips into a loopback device while `voxlat run` listens,
+//! and records the device (`parecord` of the sink's monitor, another process with its own
+//! clock). Here each clip is found in that recording by correlation and taken away; the
+//! reply's first sound is what is left after the clip's annotated end of speech. That wait,
+//! minus the silence the reply itself starts with (its saved WAV), is what the listener
+//! waited. No voxlat stamp enters it, so a late speech-end estimate or a wrong device latency
+//! shows up as a difference.
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use voxlat_audio::align::{first_sound, locate, without, Placement};
+use voxlat_audio::PIPELINE_RATE;
+
+#[derive(Args, Debug)]
+pub struct CheckLoopbackArgs {
+    /// The device's recording (any WAV; read at 16 kHz mono).
+    #[arg(long, value_name = "WAV")]
+    pub recording: PathBuf,
+    /// One line per clip, in the order played: `WAV<TAB>LABEL<TAB>SPEECH_END_MS<TAB>TURNS_BEFORE`,
+    /// the last being how many lines the live JSON Lines file had when the clip started.
+    #[arg(long, value_name = "TSV")]
+    pub plan: PathBuf,
+    /// The live session's turns (`live-*.jsonl` from `voxlat run --output-dir`).
+    #[arg(long, value_name = "JSONL")]
+    pub turns: PathBuf,
+    /// Where `voxlat run --save-replies` wrote the replies.
+    #[arg(long, value_name = "DIR")]
+    pub replies: PathBuf,
+    /// A sample louder than this (absolute, full scale 1) is sound.
+    #[arg(long, default_value_t = 0.05)]
+    pub level: f32,
+    /// Write the per-clip figures and the summary here (JSON).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+struct PlannedClip {
+    wav: PathBuf,
+    label: String,
+    speech_end_ms: f64,
+    turns_before: usize,
+}
+
+#[derive(Serialize)]
+struct ClipCheck {
+    label: String,
+    /// Where the clip starts in the recording, seconds.
+    at_s: Option<f64>,
+    score: Option<f32>,
+    /// How many turns the live session made of the clip.
+    turns: usize,
+    /// The live turn compared (`turn-n`), the last one with a reply.
+    turn: Option<String>,
+    heard_total_ms: Option<f64>,
+    reported_total_ms: Option<f64>,
+    /// reported − heard: below zero, voxlat said the user waited less than they did.
+    error_ms: Option<f64>,
+    note: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Summary {
+    clips: usize,
+    measured: usize,
+    error_p50_ms: Option<f64>,
+    abs_error_p50_ms: Option<f64>,
+    abs_error_p95_ms: Option<f64>,
+    abs_error_max_ms: Option<f64>,
+}
+
+fn read_plan(path: &Path) -> Result<Vec<PlannedClip>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let f: Vec<&str> = line.split('\t').collect();
+        let bad = || {
+            format!(
+                "{}:{}: expected WAV, LABEL, SPEECH_END_MS and TURNS_BEFORE separated by tabs, got {line:?}",
+                path.display(),
+                i + 1
+            )
+        };
+        if f.len() != 4 {
+            bail!(bad());
+        }
+        out.push(PlannedClip {
+            wav: PathBuf::from(f[0]),
+            label: f[1].to_string(),
+            speech_end_ms: f[2].trim().parse().with_context(bad)?,
+            turns_before: f[3].trim().parse().with_context(bad)?,
+        });
+    }
+    Ok(out)
+}
+
+fn read_turns(path: &Path) -> Result<Vec<serde_json::Value>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .with_context(|| format!("{}:{}: not a turn record", path.display(), i + 1))
+        })
+        .collect()
+}
+
+fn read16(path: &Path) -> Result<Vec<f32>> {
+    voxlat_audio::wav::read_at(path, PIPELINE_RATE)
+        .map(|d| d.audio.samples)
+        .with_context(|| format!("reading {}", path.display()))
+}
+
+const fn ms(samples: usize) -> f64 {
+    samples as f64 * 1000.0 / PIPELINE_RATE as f64
+}
+
+/// The reported total of a live turn with a reply, and its name.
+fn reported(turn: &serde_json::Value) -> Option<(String, f64)> {
+    let total = turn["breakdown"]["total_ns"].as_f64()?;
+    (turn["events"]["playout_start"].as_u64().is_some())
+        .then(|| (turn["turn"].as_str().unwrap_or("?").to_string(), total / 1e6))
+}
+
+pub fn run(args: CheckLoopbackArgs) -> Result<ExitCode> {
+    let plan = read_plan(&args.plan)?;
+    let turns = read_turns(&args.turns)?;
+    let rec = read16(&args.recording)?;
+    let mut clips = Vec::with_capacity(plan.len());
+    for p in &plan {
+        clips.push(read16(&p.wav)?);
+    }
+
+    // Clips are found in playing order, each after the one before.
+    let mut placed: Vec<Option<Placement>> = Vec::with_capacity(plan.len());
+    let mut cursor = 0;
+    for clip in &clips {
+        let at = locate(&rec, clip, cursor, rec.len()).filter(|p| p.score >= 0.8);
+        if let Some(p) = at {
+            cursor = p.start + clip.len();
+        }
+        placed.push(at);
+    }
+
+    let mut checks = Vec::with_capacity(plan.len());
+    for (k, p) in plan.iter().enumerate() {
+        let next_turns = plan.get(k + 1).map_or(turns.len(), |n| n.turns_before);
+        let mine = turns
+            .get(p.turns_before..next_turns.max(p.turns_before).min(turns.len()))
+            .unwrap_or(&[]);
+        let mut check = ClipCheck {
+            label: p.label.clone(),
+            at_s: None,
+            score: None,
+            turns: mine.len(),
+            turn: None,
+            heard_total_ms: None,
+            reported_total_ms: None,
+            error_ms: None,
+            note: None,
+        };
+        let Some(at) = placed[k] else {
+            check.note = Some("clip not found in the recording".into());
+            checks.push(check);
+            continue;
+        };
+        check.at_s = Some(ms(at.start) / 1000.0);
+        check.score = Some(at.score);
+        let Some((turn, total)) = mine.iter().rev().find_map(reported) else {
+            check.note = Some("no live turn with a reply".into());
+            checks.push(check);
+            continue;
+        };
+        check.turn = Some(turn.clone());
+        check.reported_total_ms = Some(total);
+        // What the recording holds until the next clip starts, the clip taken away.
+        let until = placed[k + 1..]
+            .iter()
+            .flatten()
+            .next()
+            .map_or(rec.len(), |n| n.start);
+        let left = without(&rec[..until], &clips[k], at);
+        let end = at.start + (p.speech_end_ms * f64::from(PIPELINE_RATE) / 1000.0) as usize;
+        // A reply already sounding at the end of speech started inside the turn (a cut-off):
+        // its onset is not this turn's first audio.
+        let lead_in = end.saturating_sub(PIPELINE_RATE as usize / 10);
+        if first_sound(&left[..end.min(left.len())], lead_in, args.level).is_some() {
+            check.note = Some("sound in the 100 ms before the end of speech".into());
+            checks.push(check);
+            continue;
+        }
+        let Some(heard) = first_sound(&left, end, args.level) else {
+            check.note = Some("no reply heard before the next clip".into());
+            checks.push(check);
+            continue;
+        };
+        let reply = args.replies.join(format!("live-{turn}-0.wav"));
+        let reply_onset = match read16(&reply) {
+            Ok(r) => first_sound(&r, 0, args.level),
+            Err(e) => {
+                check.note = Some(format!("{e:#}"));
+                checks.push(check);
+                continue;
+            }
+        };
+        let Some(reply_onset) = reply_onset else {
+            check.note = Some(format!("{} is silent", reply.display()));
+            checks.push(check);
+            continue;
+        };
+        let heard_total = ms(heard.saturating_sub(reply_onset)) - ms(end);
+        check.heard_total_ms = Some(heard_total);
+        check.error_ms = Some(total - heard_total);
+        if mine.len() > 1 {
+            check.note = Some(format!("the live session made {} turns of it", mine.len()));
+        }
+        checks.push(check);
+    }
+
+    let errors: Vec<f64> = checks.iter().filter_map(|c| c.error_ms).collect();
+    let abs: Vec<f64> = errors.iter().map(|e| e.abs()).collect();
+    let signed = voxlat_core::stats::Summary::from_samples(&errors, 0);
+    let abs = voxlat_core::stats::Summary::from_samples(&abs, 0);
+    let summary = Summary {
+        clips: checks.len(),
+        measured: errors.len(),
+        error_p50_ms: signed.as_ref().map(|s| s.p50),
+        abs_error_p50_ms: abs.as_ref().map(|s| s.p50),
+        abs_error_p95_ms: abs.as_ref().map(|s| s.p95),
+        abs_error_max_ms: abs.as_ref().map(|s| s.max),
+    };
+
+    let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
+    println!(
+        "{:32} {:>8} {:>6} {:>9} {:>9} {:>7}  note",
+        "clip", "at s", "score", "heard ms", "voxlat", "error"
+    );
+    for c in &checks {
+        println!(
+            "{:32} {:>8} {:>6} {:>9} {:>9} {:>7}  {}",
+            c.label,
+            c.at_s.map_or("-".into(), |v| format!("{v:.2}")),
+            c.score.map_or("-".into(), |v| format!("{v:.2}")),
+            f(c.heard_total_ms),
+            f(c.reported_total_ms),
+            f(c.error_ms),
+            c.note.as_deref().unwrap_or("")
+        );
+    }
+    println!(
+        "Live total − heard total ({} of {} clips measured): signed P50 {} ms; |error| P50 {} ms, P95 {} ms, worst {} ms",
+        summary.measured,
+        summary.clips,
+        f(summary.error_p50_ms),
+        f(summary.abs_error_p50_ms),
+        f(summary.abs_error_p95_ms),
+        f(summary.abs_error_max_ms)
+    );
+    if let Some(path) = &args.json {
+        let doc = serde_json::json!({ "summary": summary, "clips": checks });
+        voxlat_core::fsio::write_atomic(path, serde_json::to_string_pretty(&doc)?.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("Results: {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
