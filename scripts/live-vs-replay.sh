@@ -124,7 +124,6 @@ d = sys.argv[1]
 def load(kind):
     return json.load(open(glob.glob(f"{d}/{kind}/{kind}-*.json")[0]))
 live, replay = load("live"), load("replay")
-clips = [line.split("\t")[1].strip() for line in open(f"{d}/clips.txt")]
 def ok(turns):
     return [t for t in turns if t["outcome"] == "ok" and t.get("breakdown")]
 def seg(t):
@@ -145,12 +144,14 @@ def p95(xs):
     xs = sorted(xs); return xs[min(len(xs) - 1, round(0.95 * (len(xs) - 1)))]
 if L and R:
     print(f"| total P95 | {p95([x['total'] for x in L]):.0f} | {p95([x['total'] for x in R]):.0f} | |")
-print("\nPer clip (live turns in playing order; replay matched by scenario and turn id):")
+print("\nPer clip (the live turns made while it played; replay matched by scenario and turn id):")
 rep = {f"{t['scenario']}:{t['turn']}": t for t in replay["turns"]}
-for i, t in enumerate(live["turns"]):
-    label = clips[i] if i < len(clips) else "?"
+plan = [line.rstrip("\n").split("\t") for line in open(f"{d}/plan.tsv")]
+for k, (_, label, _, before) in enumerate(plan):
+    upto = int(plan[k + 1][3]) if k + 1 < len(plan) else len(live["turns"])
     r = rep.get(label)
-    lt = seg(t)["total"] if t.get("breakdown") else float("nan")
     rt = seg(r)["total"] if r and r.get("breakdown") else float("nan")
-    print(f"  {label:32} live {lt:7.0f}  replay {rt:7.0f}  {t['outcome']:>10}  \"{(t.get('transcript') or '')[:40]}\"")
+    for t in live["turns"][int(before):upto]:
+        lt = seg(t)["total"] if t.get("breakdown") else float("nan")
+        print(f"  {label:32} live {lt:7.0f}  replay {rt:7.0f}  {t['outcome']:>11}  \"{(t.get('transcript') or '')[:40]}\"")
 PY

@@ -35,6 +35,9 @@ pub struct CheckLoopbackArgs {
     /// A sample louder than this (absolute, full scale 1) is sound.
     #[arg(long, default_value_t = 0.05)]
     pub level: f32,
+    /// A clip whose normalised correlation with the recording is below this was not found.
+    #[arg(long, default_value_t = 0.8)]
+    pub min_score: f32,
     /// Write the per-clip figures and the summary here (JSON).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -126,11 +129,19 @@ const fn ms(samples: usize) -> f64 {
     samples as f64 * 1000.0 / PIPELINE_RATE as f64
 }
 
+fn samples(ms: f64) -> usize {
+    (ms.max(0.0) * f64::from(PIPELINE_RATE) / 1000.0) as usize
+}
+
 /// The reported total of a live turn with a reply, and its name.
 fn reported(turn: &serde_json::Value) -> Option<(String, f64)> {
     let total = turn["breakdown"]["total_ns"].as_f64()?;
-    (turn["events"]["playout_start"].as_u64().is_some())
-        .then(|| (turn["turn"].as_str().unwrap_or("?").to_string(), total / 1e6))
+    (turn["events"]["playout_start"].as_u64().is_some()).then(|| {
+        (
+            turn["turn"].as_str().unwrap_or("?").to_string(),
+            total / 1e6,
+        )
+    })
 }
 
 pub fn run(args: CheckLoopbackArgs) -> Result<ExitCode> {
@@ -145,8 +156,11 @@ pub fn run(args: CheckLoopbackArgs) -> Result<ExitCode> {
     // Clips are found in playing order, each after the one before.
     let mut placed: Vec<Option<Placement>> = Vec::with_capacity(plan.len());
     let mut cursor = 0;
-    for clip in &clips {
-        let at = locate(&rec, clip, cursor, rec.len()).filter(|p| p.score >= 0.8);
+    for (clip, p) in clips.iter().zip(&plan) {
+        // Only up to the end of speech: after it the reply may already be playing over the
+        // clip's own trailing silence.
+        let speech = &clip[..samples(p.speech_end_ms).clamp(1, clip.len().max(1))];
+        let at = locate(&rec, speech, cursor, rec.len()).filter(|p| p.score >= args.min_score);
         if let Some(p) = at {
             cursor = p.start + clip.len();
         }
@@ -191,7 +205,7 @@ pub fn run(args: CheckLoopbackArgs) -> Result<ExitCode> {
             .next()
             .map_or(rec.len(), |n| n.start);
         let left = without(&rec[..until], &clips[k], at);
-        let end = at.start + (p.speech_end_ms * f64::from(PIPELINE_RATE) / 1000.0) as usize;
+        let end = at.start + samples(p.speech_end_ms);
         // A reply already sounding at the end of speech started inside the turn (a cut-off):
         // its onset is not this turn's first audio.
         let lead_in = end.saturating_sub(PIPELINE_RATE as usize / 10);

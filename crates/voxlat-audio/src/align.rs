@@ -10,8 +10,10 @@
 
 /// Samples per block of the coarse envelope (10 ms at 16 kHz).
 const BLOCK: usize = 160;
-/// The fine pass tries this many samples either side of the coarse lag.
-const FINE: usize = 2 * BLOCK;
+/// The fine pass tries this many samples either side of a coarse lag.
+const FINE: usize = BLOCK;
+/// Coarse lags refined on the waveform.
+const CANDIDATES: usize = 8;
 
 /// Where a clip lies in a recording.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -64,15 +66,31 @@ pub fn locate(rec: &[f32], clip: &[f32], from: usize, until: usize) -> Option<Pl
     }
     let first = from / BLOCK;
     let last = (until / BLOCK).min(re.len() - ce.len());
-    let coarse = (first..=last)
-        .map(|l| (l, ncc(&re[l..l + ce.len()], &ce)))
-        .max_by(|a, b| a.1.total_cmp(&b.1))?
-        .0;
-    let centre = coarse * BLOCK;
-    let lo = centre.saturating_sub(FINE).max(from);
-    let hi = (centre + FINE).min(rec.len().saturating_sub(clip.len()));
-    let (start, score) = (lo..=hi)
-        .map(|s| (s, ncc(&rec[s..s + clip.len()], clip)))
+    if first > last {
+        return None;
+    }
+    // A short clip's envelope also resembles other sounds (a reply, another speaker), so the
+    // best few coarse lags are each refined on the waveform, where only the clip matches.
+    let coarse: Vec<f32> = (first..=last)
+        .map(|l| ncc(&re[l..l + ce.len()], &ce))
+        .collect();
+    let mut peaks: Vec<(usize, f32)> = (0..coarse.len())
+        .filter(|&i| {
+            (i == 0 || coarse[i] >= coarse[i - 1])
+                && (i + 1 == coarse.len() || coarse[i] >= coarse[i + 1])
+        })
+        .map(|i| (first + i, coarse[i]))
+        .collect();
+    peaks.sort_by(|a, b| b.1.total_cmp(&a.1));
+    peaks.truncate(CANDIDATES);
+    let (start, score) = peaks
+        .iter()
+        .flat_map(|&(l, _)| {
+            let centre = l * BLOCK;
+            let lo = centre.saturating_sub(FINE).max(from);
+            let hi = (centre + FINE).min(rec.len().saturating_sub(clip.len()));
+            (lo..=hi).map(|s| (s, ncc(&rec[s..s + clip.len()], clip)))
+        })
         .max_by(|a, b| a.1.total_cmp(&b.1))?;
     let seg = &rec[start..start + clip.len()];
     let cc: f64 = clip.iter().map(|&v| f64::from(v) * f64::from(v)).sum();

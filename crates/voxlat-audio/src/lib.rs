@@ -2,9 +2,9 @@
 //! back; microphone capture and speaker playback on cpal, with device timestamps mapped onto
 //! the process clock.
 
+pub mod align;
 #[cfg(target_os = "linux")]
 mod alsa_capture;
-pub mod align;
 pub mod capture;
 pub mod clockmap;
 pub mod device;

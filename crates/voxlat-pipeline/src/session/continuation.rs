@@ -58,8 +58,7 @@ impl AskAgain {
     /// For the turn `rec` that left words to carry.
     pub(super) fn after(rec: &TurnRecord) -> Option<AskAgain> {
         Some(AskAgain {
-            due: tokio::time::Instant::now()
-                + Duration::from_millis(RESUMED_WITHIN_MS as u64),
+            due: tokio::time::Instant::now() + Duration::from_millis(RESUMED_WITHIN_MS as u64),
             speech_start: *rec.events.get(&EventKind::SpeechStart)?,
             speech_end: *rec.events.get(&EventKind::SpeechEnd)?,
             cutoff: rec.cutoff,

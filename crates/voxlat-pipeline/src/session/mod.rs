@@ -26,8 +26,8 @@ mod launch;
 mod state;
 mod waste;
 
-use continuation::{carried_words, AskAgain};
 pub use continuation::RESUMED_WITHIN_MS;
+use continuation::{carried_words, AskAgain};
 
 pub use inputs::{SessionOptions, SourceClock, SourceEvent, TurnMeta};
 
