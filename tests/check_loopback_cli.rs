@@ -1,0 +1,129 @@
+//! `voxlat check-loopback` on a recording built here, where the listener's wait is known by
+//! construction: a real clip at a known place, and a reply (with its own leading silence) a
+//! known time after the clip's end.
+
+mod common;
+
+use std::path::Path;
+
+const RATE: usize = 16_000;
+
+fn write_turns(path: &Path, total_ms: f64) {
+    let turn = serde_json::json!({
+        "turn": "turn-1",
+        "outcome": "ok",
+        "events": { "speech_end": 1_000_000_000u64, "playout_start": 2_000_000_000u64 },
+        "breakdown": { "total_ns": (total_ms * 1e6) as u64, "segments": [] },
+    });
+    std::fs::write(path, format!("{turn}\n")).unwrap();
+}
+
+/// Runs the check with a reported total of `reported_ms`; returns the JSON it wrote.
+fn check(dir: &Path, reported_ms: f64) -> serde_json::Value {
+    write_turns(&dir.join("live.jsonl"), reported_ms);
+    let out = common::voxlat()
+        .arg("check-loopback")
+        .arg("--recording")
+        .arg(dir.join("device.wav"))
+        .arg("--plan")
+        .arg(dir.join("plan.tsv"))
+        .arg("--turns")
+        .arg(dir.join("live.jsonl"))
+        .arg("--replies")
+        .arg(dir.join("replies"))
+        .arg("--json")
+        .arg(dir.join("out.json"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::output_text(&out));
+    serde_json::from_slice(&std::fs::read(dir.join("out.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn the_wait_heard_in_the_recording_is_set_against_the_reported_total() {
+    let dir = tempfile::tempdir().unwrap();
+    let clip_path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/audio/real-conf-getpin.wav");
+    let clip = voxlat_audio::wav::read_at(&clip_path, RATE as u32)
+        .unwrap()
+        .audio
+        .samples;
+    // The whole clip counts as speech: its end is its last sample.
+    let end_ms = clip.len() * 1000 / RATE;
+    let clip_at = RATE + 1234;
+    // The reply WAV starts with 50 ms of silence; its first sound is heard 700 ms after the
+    // end of speech plus that silence, so the listener waited 700 ms.
+    let lead = RATE / 20;
+    let mut reply = vec![0.0f32; lead];
+    reply.extend((0..RATE).map(|i| 0.3 * (i as f32 * 0.07).sin()));
+    let reply_at = clip_at + end_ms * RATE / 1000 + 7 * RATE / 10;
+    let mut rec = vec![0.0f32; reply_at + reply.len() + RATE];
+    // A sound before the clip that must not be taken for it, and low noise everywhere.
+    for (i, r) in rec[..RATE / 2].iter_mut().enumerate() {
+        *r = 0.2 * (i as f32 * 0.013).sin();
+    }
+    for (r, c) in rec[clip_at..].iter_mut().zip(&clip) {
+        *r += 0.9 * c;
+    }
+    for (r, c) in rec[reply_at..].iter_mut().zip(&reply) {
+        *r += c;
+    }
+    for (i, r) in rec.iter_mut().enumerate() {
+        *r += 0.001 * ((i * 7919 % 97) as f32 / 97.0 - 0.5);
+    }
+    voxlat_audio::wav::write(&dir.path().join("device.wav"), &rec, RATE as u32).unwrap();
+    std::fs::create_dir(dir.path().join("replies")).unwrap();
+    voxlat_audio::wav::write(
+        &dir.path().join("replies/live-turn-1-0.wav"),
+        &reply,
+        RATE as u32,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("plan.tsv"),
+        format!("{}\tsc:getpin\t{end_ms}\t0\n", clip_path.display()),
+    )
+    .unwrap();
+
+    // Reported right: no error. Reported 120 ms short (a late speech-end estimate): −120 ms.
+    for (reported, expected) in [(700.0, 0.0), (580.0, -120.0)] {
+        let out = check(dir.path(), reported);
+        let c = &out["clips"][0];
+        let at_s = c["at_s"].as_f64().unwrap();
+        assert!(
+            (at_s - clip_at as f64 / RATE as f64).abs() < 0.001,
+            "clip found at {at_s} s: {c}"
+        );
+        let heard = c["heard_total_ms"].as_f64().unwrap();
+        assert!((heard - 700.0).abs() <= 2.0, "heard {heard} ms: {c}");
+        let error = c["error_ms"].as_f64().unwrap();
+        assert!((error - expected).abs() <= 2.0, "error {error} ms: {c}");
+        assert_eq!(out["summary"]["measured"], 1);
+    }
+}
+
+#[test]
+fn a_plan_line_that_is_not_four_fields_is_named_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("plan.tsv"), "a.wav\tlabel\n").unwrap();
+    let out = common::voxlat()
+        .args([
+            "check-loopback",
+            "--recording",
+            "r.wav",
+            "--turns",
+            "t.jsonl",
+            "--replies",
+            ".",
+        ])
+        .arg("--plan")
+        .arg(dir.path().join("plan.tsv"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let text = common::output_text(&out);
+    assert!(
+        text.contains("plan.tsv:1:") && text.contains("TURNS_BEFORE"),
+        "{text}"
+    );
+}
