@@ -9,13 +9,19 @@ use std::path::Path;
 const RATE: usize = 16_000;
 
 fn write_turns(path: &Path, total_ms: f64) {
-    let turn = serde_json::json!({
-        "turn": "turn-1",
-        "outcome": "ok",
-        "events": { "speech_end": 1_000_000_000u64, "playout_start": 2_000_000_000u64 },
-        "breakdown": { "total_ns": (total_ms * 1e6) as u64, "segments": [] },
+    use voxlat_core::{EventKind, Nanos};
+    let mut turn = voxlat_pipeline::TurnRecord::blank("live", "turn-1", "req-1", "");
+    turn.outcome = voxlat_pipeline::TurnOutcome::Ok;
+    turn.events
+        .insert(EventKind::SpeechEnd, Nanos(1_000_000_000));
+    turn.events
+        .insert(EventKind::PlayoutStart, Nanos(2_000_000_000));
+    turn.breakdown = Some(voxlat_core::segments::Breakdown {
+        chain: String::new(),
+        segments: Vec::new(),
+        total_ns: (total_ms * 1e6) as i64,
     });
-    std::fs::write(path, format!("{turn}\n")).unwrap();
+    std::fs::write(path, format!("{}\n", serde_json::to_string(&turn).unwrap())).unwrap();
 }
 
 /// Runs the check with a reported total of `reported_ms`; returns the JSON it wrote.

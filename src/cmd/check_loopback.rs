@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use voxlat_audio::align::{first_sound, locate, without, Placement};
 use voxlat_audio::PIPELINE_RATE;
+use voxlat_core::EventKind;
+use voxlat_pipeline::TurnRecord;
 
 #[derive(Args, Debug)]
 pub struct CheckLoopbackArgs {
@@ -106,19 +108,6 @@ fn read_plan(path: &Path) -> Result<Vec<PlannedClip>> {
     Ok(out)
 }
 
-fn read_turns(path: &Path) -> Result<Vec<serde_json::Value>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .enumerate()
-        .map(|(i, l)| {
-            serde_json::from_str(l)
-                .with_context(|| format!("{}:{}: not a turn record", path.display(), i + 1))
-        })
-        .collect()
-}
-
 fn read16(path: &Path) -> Result<Vec<f32>> {
     voxlat_audio::wav::read_at(path, PIPELINE_RATE)
         .map(|d| d.audio.samples)
@@ -133,20 +122,15 @@ fn samples(ms: f64) -> usize {
     (ms.max(0.0) * f64::from(PIPELINE_RATE) / 1000.0) as usize
 }
 
-/// The reported total of a live turn with a reply, and its name.
-fn reported(turn: &serde_json::Value) -> Option<(String, f64)> {
-    let total = turn["breakdown"]["total_ns"].as_f64()?;
-    (turn["events"]["playout_start"].as_u64().is_some()).then(|| {
-        (
-            turn["turn"].as_str().unwrap_or("?").to_string(),
-            total / 1e6,
-        )
-    })
+/// The reported total of a live turn with a reply, in ms.
+fn reported(turn: &TurnRecord) -> Option<f64> {
+    turn.events.get(&EventKind::PlayoutStart)?;
+    Some(turn.breakdown.as_ref()?.total_ns as f64 / 1e6)
 }
 
 pub fn run(args: CheckLoopbackArgs) -> Result<ExitCode> {
     let plan = read_plan(&args.plan)?;
-    let turns = read_turns(&args.turns)?;
+    let turns = voxlat_pipeline::results::read_jsonl(&args.turns)?;
     let rec = read16(&args.recording)?;
     let mut clips = Vec::with_capacity(plan.len());
     for p in &plan {
@@ -191,12 +175,16 @@ pub fn run(args: CheckLoopbackArgs) -> Result<ExitCode> {
         };
         check.at_s = Some(ms(at.start) / 1000.0);
         check.score = Some(at.score);
-        let Some((turn, total)) = mine.iter().rev().find_map(reported) else {
+        let Some((turn, total)) = mine
+            .iter()
+            .rev()
+            .find_map(|t| reported(t).map(|total| (t, total)))
+        else {
             check.note = Some("no live turn with a reply".into());
             checks.push(check);
             continue;
         };
-        check.turn = Some(turn.clone());
+        check.turn = Some(turn.turn.clone());
         check.reported_total_ms = Some(total);
         // What the recording holds until the next clip starts, the clip taken away.
         let until = placed[k + 1..]
@@ -204,8 +192,13 @@ pub fn run(args: CheckLoopbackArgs) -> Result<ExitCode> {
             .flatten()
             .next()
             .map_or(rec.len(), |n| n.start);
-        let left = without(&rec[..until], &clips[k], at);
-        let end = at.start + samples(p.speech_end_ms);
+        // Indices below are from the clip's start.
+        let left = without(
+            &rec[at.start..until.max(at.start)],
+            &clips[k],
+            Placement { start: 0, ..at },
+        );
+        let end = samples(p.speech_end_ms);
         // A reply already sounding at the end of speech started inside the turn (a cut-off):
         // its onset is not this turn's first audio.
         let lead_in = end.saturating_sub(PIPELINE_RATE as usize / 10);
@@ -219,7 +212,7 @@ pub fn run(args: CheckLoopbackArgs) -> Result<ExitCode> {
             checks.push(check);
             continue;
         };
-        let reply = args.replies.join(format!("live-{turn}-0.wav"));
+        let reply = args.replies.join(turn.reply_wav_name());
         let reply_onset = match read16(&reply) {
             Ok(r) => first_sound(&r, 0, args.level),
             Err(e) => {

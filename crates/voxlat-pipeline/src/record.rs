@@ -251,6 +251,11 @@ impl TurnRecord {
         }
     }
 
+    /// The file `--save-replies` writes this turn's played reply to, in its directory.
+    pub fn reply_wav_name(&self) -> String {
+        format!("{}-{}-{}.wav", self.scenario, self.turn, self.repeat)
+    }
+
     /// A record with nothing measured yet (outcome `Error` until the turn says otherwise).
     pub fn blank(scenario: &str, turn: &str, request_id: &str, reference: &str) -> TurnRecord {
         TurnRecord {

@@ -27,7 +27,7 @@ pub(super) fn record_output(
     rec.device_xruns = played.xruns;
     rec.reply_audio_s = played.samples.len() as f64 / f64::from(rate.max(1));
     if let Some(dir) = &cfg.save_replies {
-        let path = dir.join(format!("{}-{}-{}.wav", rec.scenario, rec.turn, rec.repeat));
+        let path = dir.join(rec.reply_wav_name());
         if let Err(e) = voxlat_audio::wav::write(&path, &played.samples, rate) {
             tracing::warn!("{e}");
         }
