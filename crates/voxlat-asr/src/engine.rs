@@ -5,9 +5,18 @@
 //! 3 s utterance, which dominated latency (docs/models.md), so the first decode encodes just the audio (see
 //! [`audio_ctx_for`]) with greedy decoding and no temperature fallback.
 //!
-//! That fast path can run away on short real clips ("5, 5, 5, …"). Every decode is checked by
-//! [`crate::guard`]; a failed one is decoded again ([`Fallback`]), and the transcript says so
-//! and what it cost.
+//! The decode predicts timestamps even though voxlat keeps only the text. Without them
+//! (`<|notimestamps|>`, the mode OpenAI's decoder uses least) tiny.en ran away on short turns
+//! cut where an endpointer cuts them, 150 ms after the speech ("Firefox Firefox Firefox …", on
+//! 5 of the turn corpus's 31 test turns): with a fitted window that holds little audio after
+//! the words, nothing told the decoder where the speech ended. With timestamps it closes each
+//! segment with the segment's end time and then ends the text, and it did so on all but one of
+//! those turns; up to 3 s more silence after the words changed nothing. Every utterance gets
+//! 200 ms of silence before it, so that its first word is not lost to the opening timestamp
+//! (docs/models.md, "Whisper on trimmed turns", has the counts).
+//!
+//! Every decode is still checked by [`crate::guard`]; a failed one is decoded again
+//! ([`Fallback`]), and the transcript says so and what it cost.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -30,6 +39,10 @@ const MAX_AUDIO_CTX: i32 = 1500;
 const MAX_TOKENS_PER_WINDOW: i32 = 224;
 /// Seconds of audio in one encoder window.
 const WINDOW_SECONDS: f64 = 30.0;
+/// Silence put before every utterance. With timestamps, speech that starts at the first
+/// sample lost its first word ("What's the weather …" became "the weather …"): the model opens
+/// with the time 0.00 and its first word must come after it.
+const LEAD_IN_SAMPLES: usize = SAMPLE_RATE as usize / 5;
 /// The temperature of a sampled re-decode (OpenAI Whisper's first fallback step is 0.2).
 const FALLBACK_TEMPERATURE: f32 = 0.2;
 
@@ -203,7 +216,11 @@ impl Transcript {
 /// One decode's output.
 struct Decode {
     text: String,
+    /// Text tokens.
     tokens: usize,
+    /// Every token the decoder produced, timestamps included: what whisper.cpp's
+    /// `max_tokens` counts, so what the guard's cap is checked against.
+    steps: usize,
     compute: Duration,
 }
 
@@ -271,22 +288,24 @@ impl WhisperEngine {
             return Err(AsrError::NotFinite { index });
         }
         let seconds = samples.len() as f64 / SAMPLE_RATE as f64;
-        let fit = audio_ctx_for(seconds);
+        let mut padded = vec![0.0; LEAD_IN_SAMPLES];
+        padded.extend_from_slice(samples);
+        let fit = audio_ctx_for(padded.len() as f64 / SAMPLE_RATE as f64);
         let cap = token_cap_for(seconds);
-        let first = self.decode(samples, fit, 0.0, cap)?;
+        let first = self.decode(&padded, fit, 0.0, cap)?;
         let mut compute = first.compute;
         let mut fallback = None;
         let mut kept = first;
-        if let Some(failure) = crate::guard::check(&kept.text, kept.tokens, cap as usize, seconds) {
+        if let Some(failure) = crate::guard::check(&kept.text, kept.steps, cap as usize, seconds) {
             let first_compute = kept.compute;
             let mut retries = 0;
             let mut recovered = false;
             for (audio_ctx, temperature) in self.fallback.retry_plan(fit) {
-                let retry = self.decode(samples, audio_ctx, temperature, cap)?;
+                let retry = self.decode(&padded, audio_ctx, temperature, cap)?;
                 retries += 1;
                 compute += retry.compute;
                 let passed =
-                    crate::guard::check(&retry.text, retry.tokens, cap as usize, seconds).is_none();
+                    crate::guard::check(&retry.text, retry.steps, cap as usize, seconds).is_none();
                 // A failed retry still replaces a longer failed decode: shorter is less wrong.
                 if passed || retry.text.len() < kept.text.len() {
                     kept = retry;
@@ -345,8 +364,12 @@ impl WhisperEngine {
         // With a reused state, the previous transcript would otherwise become the prompt and
         // cause hallucinated continuations.
         params.set_no_context(true);
-        params.set_single_segment(true);
-        params.set_no_timestamps(true);
+        // With timestamps, the model leaves words near the end of a full 30 s window for the
+        // window after (the last segment opens with its time and ends the window): a single
+        // segment would lose them. whisper.cpp then decodes on from that time.
+        params.set_single_segment(false);
+        // Timestamps keep short turns from running away (see the module's comment).
+        params.set_no_timestamps(false);
         params.set_temperature(temperature);
         params.set_temperature_inc(0.0);
         // whisper.cpp applies the cap to each window's segment.
@@ -365,19 +388,26 @@ impl WhisperEngine {
 
         let eot = self.ctx.token_eot();
         let mut text = String::new();
+        let timestamp_0 = self.ctx.token_beg();
         let mut tokens = 0;
+        let mut steps = 0;
         for segment in self.state.as_iter() {
             let piece = segment.to_str_lossy().map_err(AsrError::Inference)?;
             text.push_str(&piece);
-            // Text tokens only: special and timestamp tokens have ids from end-of-text up.
-            tokens += (0..segment.n_tokens())
+            // Text tokens have ids below end-of-text, timestamps from `token_beg` up; the
+            // special tokens between them are the prompt's, not the decoder's output.
+            for id in (0..segment.n_tokens())
                 .filter_map(|i| segment.get_token(i))
-                .filter(|t| t.token_id() < eot)
-                .count();
+                .map(|t| t.token_id())
+            {
+                tokens += usize::from(id < eot);
+                steps += usize::from(id < eot || id >= timestamp_0);
+            }
         }
         Ok(Decode {
             text,
             tokens,
+            steps,
             compute,
         })
     }

@@ -37,7 +37,8 @@ const LOOP_REPEATS: usize = 4;
 /// a word on purpose, one after another: a runaway prints many copies of a word heard once.
 const MAX_REPEATS_PER_SECOND: f64 = 4.0;
 
-/// The most text tokens a decode of `seconds` of audio may produce, never above `max`.
+/// The most tokens (text and timestamps) a decode of `seconds` of audio may produce, never above
+/// `max`.
 pub fn token_cap(seconds: f64, max: i32) -> i32 {
     let by_duration = (seconds.max(0.0) * TOKENS_PER_SECOND)
         .ceil()
@@ -80,8 +81,8 @@ impl std::fmt::Display for DecodeFailure {
     }
 }
 
-/// Checks one decode of `seconds` of audio that produced `text` in `tokens` text tokens under
-/// a cap of `cap` tokens.
+/// Checks one decode of `seconds` of audio that produced `text` in `tokens` tokens (text and
+/// timestamps) under a cap of `cap` tokens.
 pub fn check(text: &str, tokens: usize, cap: usize, seconds: f64) -> Option<DecodeFailure> {
     if cap > 0 && tokens >= cap {
         return Some(DecodeFailure::TokenCap { tokens, cap });
