@@ -6,14 +6,12 @@
 //! [`audio_ctx_for`]) with greedy decoding and no temperature fallback.
 //!
 //! The decode predicts timestamps even though voxlat keeps only the text. Without them
-//! (`<|notimestamps|>`, the mode OpenAI's decoder uses least) tiny.en ran away on short turns
-//! cut where an endpointer cuts them, 150 ms after the speech ("Firefox Firefox Firefox …", on
-//! 5 of the turn corpus's 31 test turns): with a fitted window that holds little audio after
-//! the words, nothing told the decoder where the speech ended. With timestamps it closes each
+//! (`<|notimestamps|>`) tiny.en ran away on short turns cut where an endpointer cuts them,
+//! 150 ms after the speech ("Firefox Firefox Firefox …", on 5 of the turn corpus's 31 test
+//! turns): nothing told the decoder where the speech ended. With timestamps it closes each
 //! segment with the segment's end time and then ends the text, and it did so on all but one of
-//! those turns; up to 3 s more silence after the words changed nothing. Every utterance gets
-//! 200 ms of silence before it, so that its first word is not lost to the opening timestamp
-//! (docs/models.md, "Whisper on trimmed turns", has the counts).
+//! those turns; up to 3 s more silence after the words changed nothing (docs/models.md,
+//! "Whisper on trimmed turns", has the counts).
 //!
 //! Every decode is still checked by [`crate::guard`]; a failed one is decoded again
 //! ([`Fallback`]), and the transcript says so and what it cost.
