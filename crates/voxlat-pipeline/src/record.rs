@@ -307,19 +307,20 @@ impl TurnRecord {
         }
     }
 
-    /// A speculative reply committed at `endpoint`: boundary events stamped before it count
-    /// at it, as a speculative transcript does (docs/latency-model.md §7); how early each
-    /// really came is kept in `speculative_reply`.
+    /// A speculative reply committed at `endpoint`: the reply's events stamped before it
+    /// count at it, as a speculative transcript does (docs/latency-model.md §7), so the
+    /// events stay in pipeline order; how early each really came is kept in
+    /// `speculative_reply`. The reply's pace is taken from the true times first.
     pub fn commit_speculation(&mut self, endpoint: Nanos) {
         let mut spec = SpeculativeReply {
             committed: true,
             compute_ms: self.compute_ms(),
             ..SpeculativeReply::default()
         };
-        let after_endpoint = VOICE_TO_VOICE
-            .steps
+        self.pace = crate::pace::ReplyPace::of(self);
+        let after_endpoint = EventKind::ALL
             .iter()
-            .map(|s| s.to)
+            .copied()
             .skip_while(|&e| e != EventKind::Endpoint)
             .skip(1);
         for e in after_endpoint {
@@ -352,7 +353,10 @@ impl TurnRecord {
 
     /// The telescoping breakdown, when every boundary event is present.
     pub fn compute_breakdown(&mut self) {
-        self.pace = crate::pace::ReplyPace::of(self);
+        let committed = self.speculative_reply.as_ref().is_some_and(|s| s.committed);
+        if !committed {
+            self.pace = crate::pace::ReplyPace::of(self);
+        }
         self.breakdown = VOICE_TO_VOICE.compute(&self.snapshot()).ok();
         self.overhead_ms = self.breakdown.as_ref().and_then(|_| {
             let from = *self.events.get(&EventKind::SpeechEnd)?;

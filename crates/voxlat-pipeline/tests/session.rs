@@ -1071,6 +1071,37 @@ fn a_turns_pace_follows_the_scripted_token_gaps() {
     assert!(pace.tts_rtf.is_some_and(|r| r > 0.0), "{pace:?}");
 }
 
+/// A held reply that finished streaming long before its commit (tokens 40 ms apart, the
+/// endpoint 600 ms after the provisional end): its events still read in pipeline order, as a
+/// plain turn's do, and its TPOT is the scripted gap, not the time squeezed by the commit.
+#[test]
+fn a_committed_speculation_keeps_its_events_in_order_and_its_true_pace() {
+    let mut f = Fakes::new();
+    f.llm.itl = 40 * MS;
+    let (rec, _sink) = first_speculating_turn(&f, |tx| async move {
+        tx.send(provisional()).await.unwrap();
+        tokio::time::sleep(600 * MS).await;
+        tx.send(endpoint(true)).await.unwrap();
+    });
+    assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
+    let spec = rec.speculative_reply.as_ref().expect("a speculative reply");
+    assert!(
+        spec.before_commit_ms.contains_key(&EventKind::LlmDone),
+        "the stream ended before the commit: {:?}",
+        spec.before_commit_ms
+    );
+    let chain: Vec<(EventKind, Nanos)> = EventKind::ALL
+        .iter()
+        .take_while(|&&k| k != EventKind::LlmDone)
+        .map(|&k| (k, rec.events[&k]))
+        .collect();
+    for w in chain.windows(2) {
+        assert!(w[0].1 <= w[1].1, "{} after {}", w[0].0, w[1].0);
+    }
+    let tpot = rec.pace.as_ref().and_then(|p| p.tpot_ms).expect("a TPOT");
+    assert!((40.0..120.0).contains(&tpot), "TPOT {tpot}");
+}
+
 /// Two endpoints reach the session while a turn is still in flight ("Call my" … "sister" …
 /// "at nine", each pause long enough to commit, each part said while the part before was
 /// still being transcribed): none of them is dropped. The first two give way, and the LLM is

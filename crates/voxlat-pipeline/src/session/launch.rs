@@ -1,6 +1,7 @@
 //! Starting a turn: the endpoint's facts (known, or still to come for a held speculative
 //! reply), the turn's own timeline and record, and the pipeline's response as one future.
 
+use super::held_progress::HeldProgress;
 use super::state::{InFlight, SourceState, TurnSlot, Uncommitted};
 use super::{Endpointed, Facts, Session, TurnMeta};
 use crate::error::TurnError;
@@ -33,12 +34,18 @@ impl<'p> Session<'p> {
         let meta = (self.labels)(self.started + 1);
         let (facts, facts_rx) = oneshot::channel();
         let (release, hold) = watch::channel(None);
-        // Nothing is shown of a reply that may never be spoken.
-        let quiet: Arc<ProgressFn> = Arc::new(|_| {});
+        let (quiet, progress) = HeldProgress::new(self.progress.clone());
         let facts_rx = Facts::Pending(facts_rx);
         let mut turn = self.launch(meta, asr, facts_rx, quiet, Some(hold), Some(meter));
         turn.spent = Some(spent);
-        self.turn = TurnSlot::Held(turn, Uncommitted { facts, release });
+        self.turn = TurnSlot::Held(
+            turn,
+            Uncommitted {
+                facts,
+                release,
+                progress,
+            },
+        );
     }
 
     fn launch(

@@ -21,6 +21,7 @@
 
 mod close;
 mod continuation;
+mod held_progress;
 mod inputs;
 mod launch;
 mod state;
@@ -372,12 +373,15 @@ impl<'p> Session<'p> {
                     retractions: heard.retractions,
                     busy,
                 };
-                if let Some(Uncommitted { facts, release }) =
-                    self.turn.commit().filter(|_| confirms_provisional)
+                if let Some(Uncommitted {
+                    facts,
+                    release,
+                    progress,
+                }) = self.turn.commit().filter(|_| confirms_provisional)
                 {
                     // The speculative reply stands: same audio, so the same transcript.
                     self.started += 1;
-                    (self.progress)(Progress::Started(self.started));
+                    progress.commit(self.started);
                     let _ = facts.send(commit);
                     let _ = release.send(Some(received));
                     return;

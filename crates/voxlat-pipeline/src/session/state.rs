@@ -1,6 +1,7 @@
 //! The session's states: its one turn slot and its source. Utterances endpointed while the
 //! slot is taken wait in order behind it (`Session::waiting`), never in place of it.
 
+use super::held_progress::HeldProgress;
 use super::{Commit, TurnFuture};
 use crate::meter::Spent;
 use tokio::sync::{oneshot, watch};
@@ -30,6 +31,7 @@ impl InFlight<'_> {
 pub(super) struct Uncommitted {
     pub facts: oneshot::Sender<Commit>,
     pub release: watch::Sender<Option<Nanos>>,
+    pub progress: HeldProgress,
 }
 
 /// The session's one turn slot.
@@ -132,8 +134,16 @@ mod tests {
         let (t, cancelled) = turn();
         let (facts, facts_rx) = oneshot::channel();
         let (release, _) = watch::channel(None);
+        let (_, progress) = HeldProgress::new(std::sync::Arc::new(|_| {}));
         (
-            TurnSlot::Held(t, Uncommitted { facts, release }),
+            TurnSlot::Held(
+                t,
+                Uncommitted {
+                    facts,
+                    release,
+                    progress,
+                },
+            ),
             facts_rx,
             cancelled,
         )
