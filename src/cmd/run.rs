@@ -193,7 +193,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let mut cfg = PipelineConfig {
         endpointer: endpointer.clone(),
         speculative_asr: endpointer.provisional_ms > 0,
-        speculative_reply: args.reply.speculative_reply,
+        speculative_reply: args.reply.speculative_reply(),
         first_chunk_max_chars: args.reply.first_chunk_max_chars(),
         history_cap: usize::from(args.reply.history),
         fast: false,

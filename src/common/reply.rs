@@ -4,9 +4,13 @@ use clap::Args;
 
 #[derive(Args, Debug, Clone)]
 pub struct ReplyArgs {
-    /// Start the reply (LLM, chunker, TTS) at the provisional end and hold its audio until
-    /// the endpoint; the user resuming cancels it (the request is dropped, nothing plays).
+    /// Start the reply only at the endpoint. By default it starts (LLM, chunker, TTS) at the
+    /// provisional end and its audio is held until the endpoint; the user resuming cancels it
+    /// (the request is dropped, nothing plays, and its compute is reported as wasted).
     #[arg(long)]
+    pub no_speculative_reply: bool,
+    /// The default (kept so that scripts that name it still run).
+    #[arg(long, hide = true, conflicts_with = "no_speculative_reply")]
     pub speculative_reply: bool,
     /// Cut the first chunk at a word before this many characters when no clause or sentence
     /// boundary comes sooner (a shorter first chunk is spoken sooner, but may leave a gap).
@@ -20,6 +24,10 @@ pub struct ReplyArgs {
 }
 
 impl ReplyArgs {
+    pub fn speculative_reply(&self) -> bool {
+        !self.no_speculative_reply
+    }
+
     pub fn first_chunk_max_chars(&self) -> usize {
         usize::from(self.first_chunk_max)
     }

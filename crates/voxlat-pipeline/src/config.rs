@@ -10,7 +10,9 @@ pub struct PipelineConfig {
     /// Start ASR on a provisional endpoint; keep the result if the endpoint is confirmed.
     pub speculative_asr: bool,
     /// Also start the reply (LLM, chunker, TTS) on a provisional end, holding its audio until
-    /// the endpoint commits it; the user resuming cancels it. Needs `speculative_asr`.
+    /// the endpoint commits it; the user resuming cancels it. Needs `speculative_asr`. Off in
+    /// `Default`, so that a session built in code commits the plain way unless asked; `run`
+    /// and `replay` turn it on unless told not to (`--no-speculative-reply`).
     #[serde(default)]
     pub speculative_reply: bool,
     /// The first chunk is cut at a word before this many characters when no clause or

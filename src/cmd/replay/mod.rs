@@ -53,7 +53,7 @@ pub struct ReplayArgs {
     #[arg(long, default_value_t = 600)]
     pub hangover: u32,
     /// Silence (ms) after which ASR starts speculatively; 0 disables speculation.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 100)]
     pub provisional: u32,
     #[command(flatten)]
     pub turn: TurnArgs,
@@ -152,7 +152,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     let mut cfg = PipelineConfig {
         endpointer,
         speculative_asr: args.provisional > 0,
-        speculative_reply: args.reply.speculative_reply,
+        speculative_reply: args.reply.speculative_reply(),
         first_chunk_max_chars: args.reply.first_chunk_max_chars(),
         history_cap: usize::from(args.reply.history),
         fast: args.fast,
