@@ -88,7 +88,7 @@ pub fn convert(
             expected,
         });
     }
-    let tokens = vocab::decode_vocabulary(vocabulary)?;
+    let tokens = vocab::decode_vocabulary(vocabulary, vocab::text_tokens(hp.n_vocab))?;
     let n_mels = hp.n_mels as usize;
     let mel = voxlat_core::mel::slaney_mel_filters(SAMPLE_RATE, N_FFT, n_mels);
 

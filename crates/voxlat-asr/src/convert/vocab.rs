@@ -5,9 +5,22 @@
 use super::ConvertError;
 use std::collections::HashMap;
 
-/// The number of ordinary text tokens. whisper.cpp appends the special and timestamp tokens
-/// itself, so only these are written.
+/// The number of ordinary text tokens of an English-only model (`.en`). whisper.cpp appends
+/// the special and timestamp tokens itself, so only these are written.
 pub const N_TEXT_TOKENS: usize = 50256;
+
+/// A multilingual model's vocabulary (51865 tokens or more) has one text token more before
+/// `<|endoftext|>`, which whisper.cpp then numbers 50257 instead of 50256.
+const MULTILINGUAL_N_VOCAB: i32 = 51865;
+
+/// The text tokens to write for a model of `n_vocab` tokens in all.
+pub fn text_tokens(n_vocab: i32) -> usize {
+    if n_vocab >= MULTILINGUAL_N_VOCAB {
+        N_TEXT_TOKENS + 1
+    } else {
+        N_TEXT_TOKENS
+    }
+}
 
 /// GPT-2's table: printable Latin-1 bytes map to themselves, the other 68 bytes to U+0100 and
 /// up, in byte order.
@@ -33,13 +46,13 @@ fn unicode_to_byte() -> HashMap<char, u8> {
     map
 }
 
-/// Decodes the first [`N_TEXT_TOKENS`] lines of `vocabulary.txt` into raw token bytes.
-pub fn decode_vocabulary(text: &str) -> Result<Vec<Vec<u8>>, ConvertError> {
+/// Decodes the first `n` lines of `vocabulary.txt` into raw token bytes ([`text_tokens`]).
+pub fn decode_vocabulary(text: &str, n: usize) -> Result<Vec<Vec<u8>>, ConvertError> {
     let table = unicode_to_byte();
-    let lines: Vec<&str> = text.lines().take(N_TEXT_TOKENS).collect();
-    if lines.len() < N_TEXT_TOKENS {
+    let lines: Vec<&str> = text.lines().take(n).collect();
+    if lines.len() < n {
         return Err(ConvertError::Vocabulary(format!(
-            "vocabulary.txt has {} lines, expected at least {N_TEXT_TOKENS}",
+            "vocabulary.txt has {} lines, expected at least {n}",
             lines.len()
         )));
     }
@@ -90,17 +103,28 @@ mod tests {
 
     #[test]
     fn decodes_space_newline_and_multibyte_and_stops_at_text_tokens() {
-        let v = decode_vocabulary(&fake_vocab(&["ĠHello", "Ċ", "Ã©"])).unwrap();
+        let v = decode_vocabulary(&fake_vocab(&["ĠHello", "Ċ", "Ã©"]), N_TEXT_TOKENS).unwrap();
         assert_eq!(v.len(), N_TEXT_TOKENS);
         assert_eq!(v[0], b" Hello");
         assert_eq!(v[1], b"\n");
         assert_eq!(v[2], "é".as_bytes());
     }
 
+    /// whisper.cpp's own table: tiny.en has 51864 tokens, base and the other multilingual
+    /// models 51865 (large-v3 51866), and `<|endoftext|>` is 50256 or 50257.
+    #[test]
+    fn a_multilingual_vocabulary_keeps_the_token_before_end_of_text() {
+        assert_eq!(text_tokens(51864), 50256);
+        assert_eq!(text_tokens(51865), 50257);
+        assert_eq!(text_tokens(51866), 50257);
+        let v = decode_vocabulary(&fake_vocab(&[]), text_tokens(51865)).unwrap();
+        assert_eq!(v.len(), 50257);
+    }
+
     #[test]
     fn rejects_short_files_and_foreign_characters() {
-        assert!(decode_vocabulary("a\nb\n").is_err());
-        let err = decode_vocabulary(&fake_vocab(&["ok", "日本"]))
+        assert!(decode_vocabulary("a\nb\n", N_TEXT_TOKENS).is_err());
+        let err = decode_vocabulary(&fake_vocab(&["ok", "日本"]), N_TEXT_TOKENS)
             .unwrap_err()
             .to_string();
         assert!(err.contains("line 2"), "{err}");
