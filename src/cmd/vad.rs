@@ -20,7 +20,7 @@ pub struct VadArgs {
     #[arg(long, default_value_t = 600)]
     pub hangover: u32,
     /// Silence (ms) after which a provisional end is emitted; 0 disables speculation.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = voxlat_vad::EndpointerConfig::default().provisional_ms)]
     pub provisional: u32,
     /// The frame classifier: webrtc (webrtc-vad, 20 ms frames) or silero (Silero VAD on ONNX
     /// Runtime, 32 ms frames; needs `voxlat models fetch silero-vad onnxruntime`).

@@ -64,9 +64,11 @@ impl Default for EndpointerConfig {
             min_speech_ms: 60,
             pre_roll_ms: 300,
             // Early enough that the speculative reply often has its first chunk by the
-            // endpoint: on the bundled scenarios, 200 → 100 took first audio from P50 885 to
-            // 794 ms, for 9 discarded speculations in 63 turns (docs/benchmarks.md, 2026-12-04).
-            provisional_ms: 100,
+            // endpoint (docs/benchmarks.md, 2026-12-04): 100 → 50 took first audio from P50
+            // 733 to 683 ms on the bundled scenarios and 766 to 702 ms on the turn corpus's
+            // test half, with the same WER, for 12 and 41 discarded speculations (9 and 36).
+            // On 20 ms frames it fires at the third silent frame.
+            provisional_ms: 50,
             hangover_ms: 600,
             tail_ms: 150,
             max_utterance_ms: 30_000,
@@ -568,9 +570,11 @@ mod tests {
         else {
             panic!("{:?}", kinds(&ev))
         };
+        // At the first frame boundary with that much silence.
+        let frames = cfg.provisional_ms.div_ceil(cfg.frame_ms);
         assert_eq!(
             at.signed_since(*speech_end),
-            i64::from(cfg.provisional_ms) * MS as i64
+            i64::from(frames * cfg.frame_ms) * MS as i64
         );
         let tail = cfg.tail_ms.min(cfg.provisional_ms) as usize;
         assert_eq!(audio.len(), (300 + 1000 + tail) * 16);

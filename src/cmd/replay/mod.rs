@@ -53,7 +53,7 @@ pub struct ReplayArgs {
     #[arg(long, default_value_t = 600)]
     pub hangover: u32,
     /// Silence (ms) after which ASR starts speculatively; 0 disables speculation.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = voxlat_vad::EndpointerConfig::default().provisional_ms)]
     pub provisional: u32,
     #[command(flatten)]
     pub turn: TurnArgs,
