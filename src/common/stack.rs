@@ -72,6 +72,9 @@ impl Stack {
             &budget.shared_by(spec.callers),
             spec.remote.allow_insecure_key,
         )?;
+        // The embedded server is local and free: a cut history is evaluated ahead of the
+        // next turn. A remote one may bill the extra request, so it is not sent there.
+        cfg.warm_cut_history = server.is_some();
         let (asr, tts) = remote.labels(&models);
         let stages = Stages {
             asr,

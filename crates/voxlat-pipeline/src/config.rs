@@ -37,6 +37,12 @@ pub struct PipelineConfig {
     /// Conversation history kept per session (messages, system prompt excluded). Past it, the
     /// older half is dropped at once (`history::remember`), so the prefix cache survives.
     pub history_cap: usize,
+    /// When a turn cuts the history (`history_cap`), evaluate the shortened prompt at once with
+    /// a one-token request, while the user listens, so that the next turn finds it in the
+    /// server's prefix cache instead of evaluating it after the commit. For a local server:
+    /// against a paid API it is one more request per cut.
+    #[serde(default)]
+    pub warm_cut_history: bool,
     pub save_replies: Option<PathBuf>,
 }
 
@@ -75,6 +81,7 @@ impl Default for PipelineConfig {
                 ),
             ],
             history_cap: 8,
+            warm_cut_history: false,
             save_replies: None,
         }
     }

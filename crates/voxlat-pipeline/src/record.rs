@@ -241,6 +241,21 @@ pub struct TurnRecord {
     /// Misses after a session's last turn are on a record of its own (`close`).
     #[serde(default)]
     pub speculation_wasted_ms: f64,
+    /// The previous turn cut the history, and the LLM evaluated this turn's shortened prompt
+    /// before the turn (`PipelineConfig::warm_cut_history`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_warmup: Option<Warmed>,
+}
+
+/// A prompt evaluated ahead of its turn, so that the server's prefix cache holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Warmed {
+    /// From the request to its end, or to when the next turn dropped it, ms. The server's
+    /// compute for it is at most this.
+    pub ms: f64,
+    /// The request ended before the next turn needed the LLM (dropped, the server keeps
+    /// what it evaluated by then).
+    pub finished: bool,
 }
 
 impl TurnRecord {
@@ -304,6 +319,7 @@ impl TurnRecord {
             speculative_reply: None,
             speculation_misses: 0,
             speculation_wasted_ms: 0.0,
+            history_warmup: None,
         }
     }
 

@@ -907,7 +907,15 @@ where
     U: FnOnce(mpsc::Sender<SourceEvent>) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let p = f.pipeline(PipelineConfig::default());
+    live_turns_with(f, PipelineConfig::default(), user)
+}
+
+fn live_turns_with<U, Fut>(f: &Fakes, cfg: PipelineConfig, user: U) -> Vec<TurnRecord>
+where
+    U: FnOnce(mpsc::Sender<SourceEvent>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let p = f.pipeline(cfg);
     let (tx, rx) = mpsc::channel(16);
     rt().block_on(async {
         let mut s = Session::new(
@@ -1100,6 +1108,48 @@ fn a_committed_speculation_keeps_its_events_in_order_and_its_true_pace() {
     }
     let tpot = rec.pace.as_ref().and_then(|p| p.tpot_ms).expect("a TPOT");
     assert!((40.0..120.0).contains(&tpot), "TPOT {tpot}");
+}
+
+/// History cap 4 (two exchanges): the third turn cuts the history to its own exchange, and
+/// before the fourth turn the LLM is asked for one token on exactly the prompt the fourth turn
+/// begins with, so the server's cache holds it. No other turn is preceded by such a request.
+#[test]
+fn a_cut_history_is_evaluated_before_the_next_turn_needs_it() {
+    let f = Fakes::new();
+    let requests = f.llm.requests.clone();
+    let cfg = PipelineConfig {
+        history_cap: 4,
+        warm_cut_history: true,
+        ..PipelineConfig::default()
+    };
+    let recs = live_turns_with(&f, cfg, |tx| async move {
+        for _ in 0..4 {
+            tx.send(endpoint(false)).await.unwrap();
+            tokio::time::sleep(1_000 * MS).await;
+        }
+    });
+    assert_eq!(recs.len(), 4);
+    assert!(recs.iter().all(|r| r.outcome == TurnOutcome::Ok));
+    let reqs = requests.lock().unwrap().clone();
+    let warm: Vec<usize> = (0..reqs.len())
+        .filter(|&i| reqs[i].max_tokens == Some(1))
+        .collect();
+    assert_eq!(warm, [3], "one warm-up, after the third turn");
+    assert_eq!(reqs.len(), 5);
+    let (third, warmup, fourth) = (&reqs[2], &reqs[3], &reqs[4]);
+    assert!(
+        !fourth
+            .messages
+            .starts_with(&third.messages[..third.messages.len() - 1]),
+        "the third turn cut the history"
+    );
+    assert!(fourth.messages.starts_with(&warmup.messages));
+    assert_eq!(fourth.messages.len(), warmup.messages.len() + 1);
+    assert!(recs[..3].iter().all(|r| r.history_warmup.is_none()));
+    let w = recs[3]
+        .history_warmup
+        .expect("the fourth turn says it was warmed");
+    assert!(w.finished && w.ms > 0.0, "{w:?}");
 }
 
 /// Two endpoints reach the session while a turn is still in flight ("Call my" … "sister" …

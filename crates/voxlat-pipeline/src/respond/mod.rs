@@ -11,7 +11,7 @@ use crate::config::PipelineConfig;
 use crate::error::TurnError;
 use crate::meter::Meter;
 use crate::output::{Cancel, Output, Played};
-use crate::record::{Interruption, Stage, TurnOutcome, TurnRecord};
+use crate::record::{Interruption, Stage, TurnOutcome, TurnRecord, Warmed};
 use crate::stages::{BoxFuture, Replier};
 use crate::workers::{AsrResult, AsrWorker, TtsWorker};
 use std::sync::Arc;
@@ -139,7 +139,7 @@ impl Pipeline {
             return Ok(());
         }
         progress(Progress::Transcript(&user_text));
-        let req = self.request(system_prompt, history, &user_text);
+        let req = self.request(system_prompt, history, Some(&user_text));
         let ask = reply::Ask {
             req: &req,
             tl,
@@ -171,15 +171,38 @@ impl Pipeline {
         Ok(())
     }
 
+    /// Evaluates the prompt the next turn will start with (system prompt, examples, `history`)
+    /// with a one-token request whose answer nobody reads: the server's prefix cache then
+    /// holds it (`PipelineConfig::warm_cut_history`). Dropping the future abandons it.
+    pub(crate) fn warm_prefix(
+        &self,
+        system_prompt: &str,
+        history: &[Message],
+    ) -> BoxFuture<'_, Warmed> {
+        let mut req = self.request(system_prompt, history, None);
+        req.max_tokens = Some(1);
+        req.include_usage = false;
+        Box::pin(async move {
+            let tl = Timeline::new(voxlat_core::RequestId::new());
+            let started = voxlat_core::clock::now();
+            let mut ignore = |_: voxlat_llm::client::TextDelta<'_>| {};
+            let (_, err) = self.llm.stream_chat(&req, &tl, &mut ignore).await;
+            Warmed {
+                ms: voxlat_core::clock::ns_to_ms(voxlat_core::clock::now().signed_since(started)),
+                finished: err.is_none(),
+            }
+        })
+    }
+
     /// System prompt, the examples the model needs, the history, then the user's words.
-    fn request(&self, system_prompt: &str, history: &[Message], user: &str) -> ChatRequest {
+    fn request(&self, system_prompt: &str, history: &[Message], user: Option<&str>) -> ChatRequest {
         let mut messages = vec![Message::new("system", system_prompt)];
         for (q, a) in &self.cfg.examples {
             messages.push(Message::new("user", q.clone()));
             messages.push(Message::new("assistant", a.clone()));
         }
         messages.extend(history.iter().cloned());
-        messages.push(Message::new("user", user));
+        messages.extend(user.map(|u| Message::new("user", u)));
         ChatRequest {
             model: self.cfg.model.clone(),
             messages,

@@ -57,9 +57,16 @@ impl<'p> Session<'p> {
         hold: Option<Hold>,
         meter: Option<Meter>,
     ) -> InFlight<'p> {
+        self.stop_warming();
         let pipeline = self.pipeline;
         let output = self.output;
         let mut history = std::mem::take(&mut self.history);
+        self.asked_with = Some((
+            meta.system_prompt
+                .clone()
+                .unwrap_or_else(|| pipeline.cfg.system_prompt.clone()),
+            history.clone(),
+        ));
         // Cloned, not taken: a held reply that is dropped must not take the words with it.
         let carried = self.carried.clone();
         let (cancel, cancel_rx) = watch::channel(None);

@@ -25,6 +25,7 @@ mod held_progress;
 mod inputs;
 mod launch;
 mod state;
+mod warm;
 mod waste;
 
 pub use continuation::RESUMED_WITHIN_MS;
@@ -47,6 +48,7 @@ use tokio::sync::{mpsc, oneshot};
 use voxlat_core::{clock, EventKind, Nanos, Timeline};
 use voxlat_llm::Message;
 use voxlat_vad::VadEvent;
+use warm::Warming;
 use waste::Waste;
 
 type TurnFuture<'p> = Pin<Box<dyn Future<Output = (TurnRecord, Vec<Message>)> + Send + 'p>>;
@@ -131,6 +133,11 @@ pub struct Session<'p> {
     waste: Waste,
     source: SourceState,
     last_activity: Instant,
+    /// The system prompt and history the turn in flight was asked with.
+    asked_with: Option<(String, Vec<Message>)>,
+    /// The shortened history being evaluated ahead of the next turn, and the last one done.
+    warming: Option<Warming<'p>>,
+    warmed: Option<crate::record::Warmed>,
 }
 
 impl<'p> Session<'p> {
@@ -162,6 +169,9 @@ impl<'p> Session<'p> {
             waste: Waste::default(),
             source: SourceState::Open,
             last_activity: Instant::now(),
+            asked_with: None,
+            warming: None,
+            warmed: None,
         }
     }
 
@@ -246,6 +256,10 @@ impl<'p> Session<'p> {
                         secs: self.opts.idle_timeout.unwrap_or_default().as_secs(),
                     });
                 }
+                w = async { self.warming.as_mut().expect("guarded").fut.as_mut().await }, if self.warming.is_some() => {
+                    self.warming = None;
+                    self.warmed = Some(w);
+                }
                 r = async { self.turn.in_flight().map(|t| t.fut.as_mut()).expect("guarded").await }, if !self.turn.is_idle() => {
                     let (mut rec, history) = r;
                     self.history = history;
@@ -259,6 +273,11 @@ impl<'p> Session<'p> {
                     }
                     self.carried = carried_words(&rec);
                     self.ask_again = self.carried.as_ref().and_then(|_| AskAgain::after(&rec));
+                    rec.history_warmup = self.warmed.take();
+                    if let Some((system_prompt, before)) = self.asked_with.take() {
+                        self.warming =
+                            Warming::after_turn(self.pipeline, &system_prompt, &before, &self.history);
+                    }
                     // Every stage is idle until the next endpoint: the moment to give back
                     // what this turn freed (voxlat_core::memory says why).
                     let took = voxlat_core::memory::release_free_memory();
@@ -290,6 +309,7 @@ impl<'p> Session<'p> {
                 self.user_went_on(at);
             }
             VadEvent::Provisional { audio, .. } => {
+                self.stop_warming();
                 if self.pipeline.cfg.speculative_asr {
                     let (m, spent) = meter();
                     let job = self.pipeline.transcribe_metered(audio, m.clone());
@@ -393,6 +413,13 @@ impl<'p> Session<'p> {
                     superseded: None,
                 });
             }
+        }
+    }
+
+    /// The next utterance needs the cores: a warm-up still running gives way.
+    fn stop_warming(&mut self) {
+        if let Some(w) = self.warming.take() {
+            self.warmed = Some(w.abandon());
         }
     }
 
