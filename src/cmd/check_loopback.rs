@@ -144,7 +144,8 @@ pub fn run(args: CheckLoopbackArgs) -> Result<ExitCode> {
         // Only up to the end of speech: after it the reply may already be playing over the
         // clip's own trailing silence.
         let speech = &clip[..samples(p.speech_end_ms).clamp(1, clip.len().max(1))];
-        let at = locate(&rec, speech, cursor, rec.len()).filter(|p| p.score >= args.min_score);
+        let at = locate(&rec, speech, cursor, rec.len(), args.min_score)
+            .filter(|p| p.score >= args.min_score);
         if let Some(p) = at {
             cursor = p.start + clip.len();
         }

@@ -58,8 +58,16 @@ fn ncc(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// Finds `clip` in `rec` at or after sample `from` and before `until` (its start), both at
-/// the same rate. `None` when the clip does not fit or has no sound.
-pub fn locate(rec: &[f32], clip: &[f32], from: usize, until: usize) -> Option<Placement> {
+/// the same rate. A clip played more than once is found where it was first played: of the
+/// placements scoring at least `accept`, the best that overlaps the earliest one. Without
+/// such a placement, the best found. `None` when the clip does not fit or has no sound.
+pub fn locate(
+    rec: &[f32],
+    clip: &[f32],
+    from: usize,
+    until: usize,
+    accept: f32,
+) -> Option<Placement> {
     let (re, ce) = (envelope(rec), envelope(clip));
     if ce.is_empty() || re.len() < ce.len() {
         return None;
@@ -83,15 +91,27 @@ pub fn locate(rec: &[f32], clip: &[f32], from: usize, until: usize) -> Option<Pl
         .collect();
     peaks.sort_by(|a, b| b.1.total_cmp(&a.1));
     peaks.truncate(CANDIDATES);
-    let (start, score) = peaks
+    let refined: Vec<(usize, f32)> = peaks
         .iter()
-        .flat_map(|&(l, _)| {
+        .filter_map(|&(l, _)| {
             let centre = l * BLOCK;
             let lo = centre.saturating_sub(FINE).max(from);
             let hi = (centre + FINE).min(rec.len().saturating_sub(clip.len()));
-            (lo..=hi).map(|s| (s, ncc(&rec[s..s + clip.len()], clip)))
+            (lo..=hi)
+                .map(|s| (s, ncc(&rec[s..s + clip.len()], clip)))
+                .max_by(|a, b| a.1.total_cmp(&b.1))
         })
-        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+        .collect();
+    let by_score = |a: &&(usize, f32), b: &&(usize, f32)| a.1.total_cmp(&b.1);
+    // The best score alone would take a later, cleaner repetition of the clip (a question
+    // asked twice in one session) for this one.
+    let accepted = refined.iter().filter(|c| c.1 >= accept);
+    let (start, score) = *match accepted.clone().map(|c| c.0).min() {
+        Some(earliest) => accepted
+            .filter(|c| c.0 < earliest + clip.len())
+            .max_by(by_score),
+        None => refined.iter().max_by(by_score),
+    }?;
     let seg = &rec[start..start + clip.len()];
     let cc: f64 = clip.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
     if cc <= 0.0 {
@@ -160,7 +180,7 @@ mod tests {
         for (i, r) in rec.iter_mut().enumerate() {
             *r += 0.002 * ((i * 7919) % 101) as f32 / 101.0;
         }
-        let p = locate(&rec, &clip, 0, rec.len()).expect("found");
+        let p = locate(&rec, &clip, 0, rec.len(), 0.8).expect("found");
         assert_eq!(p.start, at);
         assert!((p.gain - 0.7).abs() < 0.02, "gain {}", p.gain);
         assert!(p.score > 0.95, "score {}", p.score);
@@ -180,12 +200,47 @@ mod tests {
                 *r += c;
             }
         }
-        assert_eq!(locate(&rec, &clip, 0, 10_000).map(|p| p.start), Some(2_000));
         assert_eq!(
-            locate(&rec, &clip, 10_000, rec.len()).map(|p| p.start),
+            locate(&rec, &clip, 0, 10_000, 0.8).map(|p| p.start),
+            Some(2_000)
+        );
+        assert_eq!(
+            locate(&rec, &clip, 10_000, rec.len(), 0.8).map(|p| p.start),
             Some(20_000)
         );
-        assert_eq!(locate(&rec, &clip, 36_000, rec.len()), None);
+        assert_eq!(locate(&rec, &clip, 36_000, rec.len(), 0.8), None);
+    }
+
+    /// The same question played twice, the second time more cleanly (the first under another
+    /// sound): searched from the start, the first is found; searched after it, the second.
+    #[test]
+    fn a_repeated_clip_is_found_where_it_was_first_played() {
+        let clip = word(6_000, 4);
+        let mut rec = vec![0.0f32; 50_000];
+        for (r, w) in rec[3_000..].iter_mut().zip(word(8_000, 9)) {
+            *r += 0.3 * w;
+        }
+        for at in [5_000, 30_000] {
+            for (r, c) in rec[at..].iter_mut().zip(&clip) {
+                *r += c;
+            }
+        }
+        let whole = locate(&rec, &clip, 0, rec.len(), 0.8).expect("found");
+        assert_eq!(whole.start, 5_000);
+        assert!(
+            whole.score < 0.99,
+            "the first copy is the noisier one: {}",
+            whole.score
+        );
+        // Without an acceptable score, the best placement is returned for the caller to judge.
+        assert_eq!(
+            locate(&rec, &clip, 0, rec.len(), 1.1).map(|p| p.start),
+            Some(30_000)
+        );
+        assert_eq!(
+            locate(&rec, &clip, 5_001, rec.len(), 0.8).map(|p| p.start),
+            Some(30_000)
+        );
     }
 
     #[test]
