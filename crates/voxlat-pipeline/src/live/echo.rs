@@ -28,10 +28,14 @@ impl EchoRef {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Whether the microphone may be hearing a reply at `t`.
+    /// Whether the microphone may be hearing a reply at `t`: from the reply's first played
+    /// buffer, not from when its playout was opened. Before any of it plays there is nothing
+    /// to hear, and a gate would take the room's noise for a barge-in (the reply has no level
+    /// for the noise to stay under): a committed reply still being generated was cancelled by
+    /// the hiss at the end of a recording, and answered 2 s later.
     pub fn active(&self, t: Nanos) -> bool {
         let s = self.lock();
-        s.playing || t < s.quiet_from
+        (s.playing && !s.levels.is_empty()) || t < s.quiet_from
     }
 
     /// The loudest reply level played within [from, to] (with slack).
@@ -63,7 +67,10 @@ impl EchoRef {
     pub(super) fn end(&self, quiet_from: Nanos) {
         let mut s = self.lock();
         s.playing = false;
-        s.quiet_from = quiet_from;
+        // A reply stopped before any of it played leaves no echo to wait out.
+        if !s.levels.is_empty() {
+            s.quiet_from = quiet_from;
+        }
     }
 }
 
@@ -96,5 +103,22 @@ mod tests {
         );
         assert!(!e.active(Nanos(1_200_000_000)));
         assert!((rms(&[0.5, -0.5]) - 0.5).abs() < 1e-6 && rms(&[]) == 0.0);
+    }
+
+    /// Barge-in compares the microphone with the reply's level; before the reply plays, there
+    /// is no level, so an open gate would stop the reply for any noise.
+    #[test]
+    fn the_gate_opens_with_the_first_played_buffer_not_with_the_playout() {
+        let e = EchoRef::default();
+        e.begin();
+        assert!(!e.active(Nanos(100_000_000)), "nothing played yet");
+        e.end(Nanos(900_000_000));
+        assert!(
+            !e.active(Nanos(200_000_000)),
+            "a reply stopped unplayed leaves no echo tail"
+        );
+        e.begin();
+        e.played(Nanos(300_000_000), Nanos(320_000_000), 0.2);
+        assert!(e.active(Nanos(310_000_000)));
     }
 }
