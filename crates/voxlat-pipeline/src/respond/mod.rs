@@ -11,7 +11,7 @@ use crate::config::PipelineConfig;
 use crate::error::TurnError;
 use crate::meter::Meter;
 use crate::output::{Cancel, Output, Played};
-use crate::record::{Interruption, Stage, TurnOutcome, TurnRecord, Warmed};
+use crate::record::{Interruption, Stage, TurnOutcome, TurnRecord};
 use crate::stages::{BoxFuture, Replier};
 use crate::workers::{AsrResult, AsrWorker, TtsWorker};
 use std::sync::Arc;
@@ -173,24 +173,21 @@ impl Pipeline {
 
     /// Evaluates the prompt the next turn will start with (system prompt, examples, `history`)
     /// with a one-token request whose answer nobody reads: the server's prefix cache then
-    /// holds it (`PipelineConfig::warm_cut_history`). Dropping the future abandons it.
+    /// holds it (`PipelineConfig::warm_cut_history`). True when the request ended without an
+    /// error; dropping the future abandons it.
     pub(crate) fn warm_prefix(
         &self,
         system_prompt: &str,
         history: &[Message],
-    ) -> BoxFuture<'_, Warmed> {
+    ) -> BoxFuture<'_, bool> {
         let mut req = self.request(system_prompt, history, None);
         req.max_tokens = Some(1);
         req.include_usage = false;
         Box::pin(async move {
             let tl = Timeline::new(voxlat_core::RequestId::new());
-            let started = voxlat_core::clock::now();
             let mut ignore = |_: voxlat_llm::client::TextDelta<'_>| {};
             let (_, err) = self.llm.stream_chat(&req, &tl, &mut ignore).await;
-            Warmed {
-                ms: voxlat_core::clock::ns_to_ms(voxlat_core::clock::now().signed_since(started)),
-                finished: err.is_none(),
-            }
+            err.is_none()
         })
     }
 

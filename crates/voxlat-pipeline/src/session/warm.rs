@@ -27,17 +27,32 @@ impl<'p> Warming<'p> {
         before: &[Message],
         after: &[Message],
     ) -> Option<Warming<'p>> {
-        (pipeline.cfg.warm_cut_history && !after.starts_with(before)).then(|| Warming {
-            fut: pipeline.warm_prefix(system_prompt, after),
-            started: clock::now(),
+        if !pipeline.cfg.warm_cut_history || after.starts_with(before) {
+            return None;
+        }
+        let started = clock::now();
+        let request = pipeline.warm_prefix(system_prompt, after);
+        Some(Warming {
+            fut: Box::pin(async move {
+                let finished = request.await;
+                Warmed {
+                    ms: since(started),
+                    finished,
+                }
+            }),
+            started,
         })
     }
 
     /// Dropped before it ended.
     pub fn abandon(self) -> Warmed {
         Warmed {
-            ms: clock::ns_to_ms(clock::now().signed_since(self.started)),
+            ms: since(self.started),
             finished: false,
         }
     }
+}
+
+fn since(t: Nanos) -> f64 {
+    clock::ns_to_ms(clock::now().signed_since(t))
 }
