@@ -7,11 +7,16 @@ pub trait VoiceDetector {
     /// Samples per frame (at 16 kHz) that [`VoiceDetector::is_voice`] takes.
     fn frame_samples(&self) -> usize;
     fn is_voice(&mut self, frame: &[f32]) -> Result<bool, VadError>;
+    /// Sound has come back after digital silence (a muted or switched input, a sound server
+    /// feeding zeros between streams). A detector that adapts to what it hears forgets it:
+    /// what it learnt describes a room it may no longer be hearing.
+    fn restart(&mut self) {}
 }
 
 /// webrtc-vad (libfvad). Not `Send`: it lives on the thread that created it.
 pub struct WebRtcDetector {
     vad: webrtc_vad::Vad,
+    mode: u8,
     frame: usize,
     pcm: Vec<i16>,
 }
@@ -19,23 +24,32 @@ pub struct WebRtcDetector {
 impl WebRtcDetector {
     /// `mode` 0..=3 (3 most aggressive at calling non-speech), `frame_ms` 10, 20 or 30.
     pub fn new(mode: u8, frame_ms: u32) -> Result<WebRtcDetector, VadError> {
-        let mode = match mode {
-            0 => webrtc_vad::VadMode::Quality,
-            1 => webrtc_vad::VadMode::LowBitrate,
-            2 => webrtc_vad::VadMode::Aggressive,
-            3 => webrtc_vad::VadMode::VeryAggressive,
-            m => return Err(VadError::Mode(m)),
-        };
+        let vad = vad(mode)?;
         if ![10, 20, 30].contains(&frame_ms) {
             return Err(VadError::FrameMs(frame_ms));
         }
         let frame = (RATE * frame_ms / 1000) as usize;
         Ok(WebRtcDetector {
-            vad: webrtc_vad::Vad::new_with_rate_and_mode(webrtc_vad::SampleRate::Rate16kHz, mode),
+            vad,
+            mode,
             frame,
             pcm: Vec::with_capacity(frame),
         })
     }
+}
+
+fn vad(mode: u8) -> Result<webrtc_vad::Vad, VadError> {
+    let mode = match mode {
+        0 => webrtc_vad::VadMode::Quality,
+        1 => webrtc_vad::VadMode::LowBitrate,
+        2 => webrtc_vad::VadMode::Aggressive,
+        3 => webrtc_vad::VadMode::VeryAggressive,
+        m => return Err(VadError::Mode(m)),
+    };
+    Ok(webrtc_vad::Vad::new_with_rate_and_mode(
+        webrtc_vad::SampleRate::Rate16kHz,
+        mode,
+    ))
 }
 
 impl VoiceDetector for WebRtcDetector {
@@ -59,6 +73,17 @@ impl VoiceDetector for WebRtcDetector {
             .is_voice_segment(&self.pcm)
             .map_err(|_| VadError::Frame(frame.len()))
     }
+
+    /// webrtc-vad learns the noise from what it hears and skips digital silence, so after a
+    /// gap of zeros it still judges by the last room. Adapted to a quiet one, it called the
+    /// next recording's louder room tone speech for seconds (docs/latency-model.md §6); a
+    /// fresh one, as replay gives every turn, does not. (`Vad::reset` would fall back to
+    /// mode 0 and 8 kHz, hence a new instance.)
+    fn restart(&mut self) {
+        if let Ok(fresh) = vad(self.mode) {
+            self.vad = fresh;
+        }
+    }
 }
 
 /// So callers can pick an engine at run time.
@@ -73,6 +98,10 @@ impl VoiceDetector for Box<dyn VoiceDetector> {
 
     fn is_voice(&mut self, frame: &[f32]) -> Result<bool, VadError> {
         (**self).is_voice(frame)
+    }
+
+    fn restart(&mut self) {
+        (**self).restart()
     }
 }
 

@@ -13,6 +13,12 @@
 //! track (see [`crate::energy`]: high-passed, relative to both the turn's peak and the noise
 //! floor).
 //!
+//! The VAD is not trusted alone to start a turn: it calls some rooms' tone voiced (once its
+//! noise model has drifted, for seconds), and each endpoint in it was followed at once by a
+//! "turn" with no speech. So a voiced run starts a turn only if the energy track also hears
+//! speech in it. And sound that comes back after [`RESTART_AFTER_ZEROS_MS`] of digital silence
+//! between turns meets a fresh detector, as replay gives every turn.
+//!
 //! Times: the caller gives, with each slice of samples, the process-clock time at which the
 //! slice's last sample entered the pipeline; sample `i` of an `n`-sample slice is then at
 //! `t_end − (n−1−i)/16 kHz`. In paced replay and live capture that is real time; unpaced,
@@ -26,6 +32,9 @@ use crate::{VadError, RATE};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use voxlat_core::Nanos;
+
+/// Digital silence for this long between turns restarts the detector ([`VoiceDetector::restart`]).
+pub const RESTART_AFTER_ZEROS_MS: u32 = 200;
 
 /// How far back from the VAD's last voiced frame `speech_end` may be moved: the VAD's lag
 /// after the last word measured up to about 300 ms on real recordings.
@@ -152,6 +161,8 @@ pub struct Endpointer<D: VoiceDetector> {
     /// Speech-band energy, for refining `speech_end`.
     energy: EnergyTrack,
     scorer: Option<SharedScorer>,
+    /// Samples of digital silence in a row, up to the current frame.
+    zeros: usize,
 }
 
 impl<D: VoiceDetector> Endpointer<D> {
@@ -168,6 +179,7 @@ impl<D: VoiceDetector> Endpointer<D> {
             cfg,
             detector,
             scorer: None,
+            zeros: 0,
         })
     }
 
@@ -234,11 +246,23 @@ impl<D: VoiceDetector> Endpointer<D> {
         end: Nanos,
         events: &mut Vec<VadEvent>,
     ) -> Result<(), VadError> {
-        let voiced = self.detector.is_voice(frame)?;
         let fs = frame.len();
+        let mean_square = frame.iter().map(|s| s * s).sum::<f32>() / fs as f32;
+        if mean_square <= crate::energy::DIGITAL_SILENCE {
+            self.zeros += fs;
+        } else {
+            if self.zeros >= EndpointerConfig::samples(RESTART_AFTER_ZEROS_MS)
+                && !self.is_speaking()
+            {
+                self.detector.restart();
+            }
+            self.zeros = 0;
+        }
+        let voiced = self.detector.is_voice(frame)?;
         if voiced || self.is_speaking() {
             self.energy.note_speech(self.frame_start(end));
         }
+        let frame_span_ns = ((fs - 1) as f64 * self.period_ns) as u64;
         let cfg = &self.cfg;
         match &mut self.state {
             State::Idle { voiced_run } => {
@@ -251,13 +275,20 @@ impl<D: VoiceDetector> Endpointer<D> {
                 while self.recent.len() > keep {
                     self.recent.pop_front();
                 }
-                if *voiced_run >= EndpointerConfig::samples(cfg.min_speech_ms).max(1) {
+                let min_run = EndpointerConfig::samples(cfg.min_speech_ms).max(1);
+                if *voiced_run >= min_run {
                     let run_frames = (*voiced_run / fs) as u64;
                     let first_frame_end = Nanos(
                         end.0
                             .saturating_sub((run_frames - 1) * (fs as f64 * self.period_ns) as u64),
                     );
-                    let speech_start = self.frame_start(first_frame_end);
+                    let speech_start = Nanos(first_frame_end.0.saturating_sub(frame_span_ns));
+                    if !self.energy.heard_speech_since(speech_start) {
+                        // Voiced to the VAD, not speech to the energy track (hiss or hum the
+                        // VAD has adapted to): the run's start slides on with the audio.
+                        *voiced_run = min_run.saturating_sub(fs);
+                        return Ok(());
+                    }
                     self.utterance.clear();
                     self.utterance.extend(self.recent.drain(..));
                     let voiced_len = self.utterance.len();
@@ -431,14 +462,20 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
-    /// (voiced, ms) runs as samples: voiced is a constant the scripted detector calls voice.
+    /// (voiced, ms) runs as samples. Voiced is a 500 Hz tone raised to be never negative, so
+    /// the scripted detector calls any frame that holds some of it voiced and the energy track
+    /// hears speech in it.
     fn samples_of(pattern: &[(bool, u32)]) -> Vec<f32> {
         let mut samples = Vec::new();
         for &(v, ms) in pattern {
-            samples.extend(std::iter::repeat_n(
-                if v { 0.5f32 } else { 0.0 },
-                (ms * 16) as usize,
-            ));
+            let n = (ms * 16) as usize;
+            if v {
+                samples.extend((0..n).map(|i| {
+                    0.3 * (1.0 - (i as f32 * 2.0 * std::f32::consts::PI * 500.0 / 16_000.0).cos())
+                }));
+            } else {
+                samples.extend(std::iter::repeat_n(0.0, n));
+            }
         }
         samples
     }
@@ -502,6 +539,69 @@ mod tests {
             "endpoint {} ms after the end of speech, not 600 (the old rule gave about 900)",
             hangover / MS
         );
+    }
+
+    /// Room hiss at about -50 dBFS with a 440 Hz "word" over it from 1200 to 2000 ms. The
+    /// detector calls the hiss silence for its first 500 ms and voiced from then on (a drifted
+    /// noise model), except for 600 ms after the word, so that the turn can end.
+    #[test]
+    fn hiss_the_vad_calls_voiced_starts_no_turn() {
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut samples: Vec<f32> = (0..4600 * 16)
+            .map(|i| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let hiss = ((seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.01;
+                let vad_silent = i < 500 * 16 || (2100 * 16..2700 * 16).contains(&i);
+                hiss + if vad_silent { -0.002 } else { 0.002 }
+            })
+            .collect();
+        for i in 0..800 * 16 {
+            samples[1200 * 16 + i] +=
+                0.2 * (i as f32 * 2.0 * std::f32::consts::PI * 440.0 / 16_000.0).sin();
+        }
+        let mut ep = Endpointer::new(EndpointerConfig::default(), Scripted).unwrap();
+        let mut events = Vec::new();
+        for (k, frame) in samples.chunks(320).enumerate() {
+            let t_end = Nanos((((k + 1) * 320 - 1) as u64 * 1_000_000_000) / 16_000);
+            events.extend(ep.push(frame, t_end).unwrap());
+        }
+        let starts: Vec<u64> = events
+            .iter()
+            .filter_map(|e| match e {
+                VadEvent::SpeechStart { at } => Some(at.0 / MS),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(starts.len(), 1, "turns started at {starts:?} ms");
+        assert!(
+            (1140..=1220).contains(&starts[0]),
+            "the turn started at {} ms, not with the word at 1200",
+            starts[0]
+        );
+        let Some(VadEvent::Endpoint {
+            speech_end,
+            at,
+            audio,
+            forced: false,
+            ..
+        }) = events.last()
+        else {
+            panic!("no endpoint by silence: {:?}", kinds(&events));
+        };
+        assert!(
+            speech_end.0.abs_diff(2_000 * MS) <= 10 * MS,
+            "speech end {} ms",
+            speech_end.0 / MS
+        );
+        let hangover = at.0 - speech_end.0;
+        assert!(
+            (600 * MS..=620 * MS).contains(&hangover),
+            "endpoint {} ms after the end of speech",
+            hangover / MS
+        );
+        assert!(audio.len() < 1300 * 16, "{} ms of audio", audio.len() / 16);
     }
 
     #[test]

@@ -33,7 +33,7 @@ pub const ABOVE_FLOOR_DB: f32 = 6.0;
 /// or a thump, not speech. Low male vowels lose about 3–6 dB.
 pub const MAX_BAND_LOSS_DB: f32 = 10.0;
 /// Mean square below this (-100 dBFS) is digital silence.
-const DIGITAL_SILENCE: f32 = 1e-10;
+pub(crate) const DIGITAL_SILENCE: f32 = 1e-10;
 /// Blocks kept: 2.56 s, enough for the refinement window and a noise floor.
 const KEPT: usize = 512;
 
@@ -146,18 +146,7 @@ impl EnergyTrack {
     /// The end of the last block at or before `vad_end`, and no earlier than `earliest`, that
     /// is speech by the rules above; `vad_end` when none is.
     pub fn speech_end(&self, vad_end: Nanos, earliest: Nanos) -> Nanos {
-        // Digital silence (replay's padding, a muted input) is not the room's noise floor.
-        let floor = self
-            .blocks
-            .iter()
-            .map(|b| b.band)
-            .filter(|&e| e > DIGITAL_SILENCE)
-            .fold(f32::INFINITY, f32::min);
-        let floor = if floor.is_finite() { floor } else { 0.0 };
-        let threshold =
-            (self.peak * db_to_power(-BELOW_PEAK_DB)).max(floor * db_to_power(ABOVE_FLOOR_DB));
-        let in_band = db_to_power(-MAX_BAND_LOSS_DB);
-        let speech = |b: &Block| b.band > 0.0 && b.band >= threshold && b.band >= b.whole * in_band;
+        let speech = self.speech_rule(None);
         let mut later_was_speech = false;
         let mut end = None;
         for b in self
@@ -179,6 +168,48 @@ impl EnergyTrack {
             (Some(t), true) => t,
             _ => vad_end,
         }
+    }
+}
+
+impl EnergyTrack {
+    /// Whether two blocks in a row that end at or after `since` are speech by the rules above.
+    ///
+    /// An onset needs this as well as the VAD: once webrtc-vad's noise model has drifted, it
+    /// calls a recording's steady hiss or hum voiced for seconds, and every endpoint in it was
+    /// followed at once by a new "turn" that held no speech (a live reply then waited for it).
+    ///
+    /// The noise floor here is the quietest block heard before `since`: a steady sound that
+    /// starts out of digital silence is above no floor, not at its own.
+    pub fn heard_speech_since(&self, since: Nanos) -> bool {
+        let speech = self.speech_rule(Some(since));
+        let mut previous = false;
+        for b in self.blocks.iter().rev().take_while(|b| b.end >= since) {
+            let is = speech(b);
+            if is && previous {
+                return true;
+            }
+            previous = is;
+        }
+        false
+    }
+
+    /// Whether one block is speech: near enough the turn's peak, far enough above the noise
+    /// floor (the blocks kept, or those ending before `floor_before`), and mostly in the
+    /// speech band.
+    fn speech_rule(&self, floor_before: Option<Nanos>) -> impl Fn(&Block) -> bool {
+        // Digital silence (replay's padding, a muted input) is not the room's noise floor.
+        let floor = self
+            .blocks
+            .iter()
+            .take_while(|b| floor_before.is_none_or(|t| b.end < t))
+            .map(|b| b.band)
+            .filter(|&e| e > DIGITAL_SILENCE)
+            .fold(f32::INFINITY, f32::min);
+        let floor = if floor.is_finite() { floor } else { 0.0 };
+        let threshold =
+            (self.peak * db_to_power(-BELOW_PEAK_DB)).max(floor * db_to_power(ABOVE_FLOOR_DB));
+        let in_band = db_to_power(-MAX_BAND_LOSS_DB);
+        move |b: &Block| b.band > 0.0 && b.band >= threshold && b.band >= b.whole * in_band
     }
 }
 
