@@ -496,6 +496,31 @@ mod tests {
         events
     }
 
+    /// Feeds `samples` in 20 ms frames at real time from t = 0.
+    fn feed<D: VoiceDetector>(mut ep: Endpointer<D>, samples: &[f32]) -> Vec<VadEvent> {
+        let mut events = Vec::new();
+        for (k, frame) in samples.chunks(320).enumerate() {
+            let t_end = Nanos((((k + 1) * 320 - 1) as u64 * 1_000_000_000) / 16_000);
+            events.extend(ep.push(frame, t_end).unwrap());
+        }
+        events
+    }
+
+    /// Speech ended within 10 ms of `end_ms`, and the default 600 ms hangover after it.
+    fn assert_ended(speech_end: Nanos, at: Nanos, end_ms: u64) {
+        assert!(
+            speech_end.0.abs_diff(end_ms * MS) <= 10 * MS,
+            "speech end {} ms, not {end_ms}",
+            speech_end.0 / MS
+        );
+        let hangover = at.0 - speech_end.0;
+        assert!(
+            (600 * MS..=620 * MS).contains(&hangover),
+            "endpoint {} ms after the end of speech, not 600",
+            hangover / MS
+        );
+    }
+
     fn kinds(ev: &[VadEvent]) -> Vec<&'static str> {
         ev.iter()
             .map(|e| match e {
@@ -518,27 +543,16 @@ mod tests {
         }));
         samples.extend(std::iter::repeat_n(0.01f32, 300 * 16));
         samples.extend(std::iter::repeat_n(0.0f32, 1500 * 16));
-        let mut ep = Endpointer::new(EndpointerConfig::default(), Scripted).unwrap();
-        let mut events = Vec::new();
-        for (k, frame) in samples.chunks(320).enumerate() {
-            let t_end = Nanos((((k + 1) * 320 - 1) as u64 * 1_000_000_000) / 16_000);
-            events.extend(ep.push(frame, t_end).unwrap());
-        }
+        let events = feed(
+            Endpointer::new(EndpointerConfig::default(), Scripted).unwrap(),
+            &samples,
+        );
         let Some(VadEvent::Endpoint { speech_end, at, .. }) = events.last() else {
             panic!("no endpoint: {:?}", kinds(&events));
         };
-        // The tone ends at 1500 ms; the VAD's last voiced frame at 1800 ms.
-        assert!(
-            speech_end.0.abs_diff(1_500 * MS) <= 10 * MS,
-            "refined end {} ms",
-            speech_end.0 / MS
-        );
-        let hangover = at.0 - speech_end.0;
-        assert!(
-            (600 * MS..=620 * MS).contains(&hangover),
-            "endpoint {} ms after the end of speech, not 600 (the old rule gave about 900)",
-            hangover / MS
-        );
+        // The tone ends at 1500 ms; the VAD's last voiced frame at 1800 ms (the old rule
+        // ended the turn about 900 ms after the tone).
+        assert_ended(*speech_end, *at, 1500);
     }
 
     /// Room hiss at about -50 dBFS with a 440 Hz "word" over it from 1200 to 2000 ms. The
@@ -561,12 +575,10 @@ mod tests {
             samples[1200 * 16 + i] +=
                 0.2 * (i as f32 * 2.0 * std::f32::consts::PI * 440.0 / 16_000.0).sin();
         }
-        let mut ep = Endpointer::new(EndpointerConfig::default(), Scripted).unwrap();
-        let mut events = Vec::new();
-        for (k, frame) in samples.chunks(320).enumerate() {
-            let t_end = Nanos((((k + 1) * 320 - 1) as u64 * 1_000_000_000) / 16_000);
-            events.extend(ep.push(frame, t_end).unwrap());
-        }
+        let events = feed(
+            Endpointer::new(EndpointerConfig::default(), Scripted).unwrap(),
+            &samples,
+        );
         let starts: Vec<u64> = events
             .iter()
             .filter_map(|e| match e {
@@ -590,17 +602,7 @@ mod tests {
         else {
             panic!("no endpoint by silence: {:?}", kinds(&events));
         };
-        assert!(
-            speech_end.0.abs_diff(2_000 * MS) <= 10 * MS,
-            "speech end {} ms",
-            speech_end.0 / MS
-        );
-        let hangover = at.0 - speech_end.0;
-        assert!(
-            (600 * MS..=620 * MS).contains(&hangover),
-            "endpoint {} ms after the end of speech",
-            hangover / MS
-        );
+        assert_ended(*speech_end, *at, 2000);
         assert!(audio.len() < 1300 * 16, "{} ms of audio", audio.len() / 16);
     }
 
@@ -804,16 +806,11 @@ mod tests {
         let samples = samples_of(pattern);
         let scorer: SharedScorer =
             std::sync::Arc::new(std::sync::Mutex::new(crate::turn::ScriptedScorer(p)));
-        let mut ep = Endpointer::new(EndpointerConfig::default(), Scripted)
+        let ep = Endpointer::new(EndpointerConfig::default(), Scripted)
             .unwrap()
             .with_turn_model(scorer)
             .unwrap();
-        let mut events = Vec::new();
-        for (k, frame) in samples.chunks(320).enumerate() {
-            let t_end = Nanos((((k + 1) * 320 - 1) as u64 * 1_000_000_000) / 16_000);
-            events.extend(ep.push(frame, t_end).unwrap());
-        }
-        events
+        feed(ep, &samples)
     }
 
     fn endpoint_delay_ms(ev: &[VadEvent]) -> Vec<(u64, Option<f32>)> {
