@@ -45,11 +45,13 @@ fn check(dir: &Path, reported_ms: f64) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(dir.join("out.json")).unwrap()).unwrap()
 }
 
-#[test]
-fn the_wait_heard_in_the_recording_is_set_against_the_reported_total() {
-    let dir = tempfile::tempdir().unwrap();
-    let clip_path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/audio/real-conf-getpin.wav");
+/// Writes a recording of `clip` (from scenarios/audio) at a known place, with `overlay`
+/// seconds of a loud tone over it from the clip's start (a reply to a part of it), and a reply
+/// whose first sound comes 700 ms after the clip's end; returns where the clip starts.
+fn scene(dir: &Path, clip: &str, overlay: Option<(f32, f32)>) -> usize {
+    let clip_path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios/audio")
+        .join(clip);
     let clip = voxlat_audio::wav::read_at(&clip_path, RATE as u32)
         .unwrap()
         .audio
@@ -71,41 +73,78 @@ fn the_wait_heard_in_the_recording_is_set_against_the_reported_total() {
     for (r, c) in rec[clip_at..].iter_mut().zip(&clip) {
         *r += 0.9 * c;
     }
+    if let Some((from_s, len_s)) = overlay {
+        let from = clip_at + (from_s * RATE as f32) as usize;
+        let n = (len_s * RATE as f32) as usize;
+        for (i, r) in rec[from..from + n].iter_mut().enumerate() {
+            *r += 0.5 * (i as f32 * 0.11).sin();
+        }
+    }
     for (r, c) in rec[reply_at..].iter_mut().zip(&reply) {
         *r += c;
     }
     for (i, r) in rec.iter_mut().enumerate() {
         *r += 0.001 * ((i * 7919 % 97) as f32 / 97.0 - 0.5);
     }
-    voxlat_audio::wav::write(&dir.path().join("device.wav"), &rec, RATE as u32).unwrap();
-    std::fs::create_dir(dir.path().join("replies")).unwrap();
-    voxlat_audio::wav::write(
-        &dir.path().join("replies/live-turn-1-0.wav"),
-        &reply,
-        RATE as u32,
-    )
-    .unwrap();
+    voxlat_audio::wav::write(&dir.join("device.wav"), &rec, RATE as u32).unwrap();
+    std::fs::create_dir_all(dir.join("replies")).unwrap();
+    voxlat_audio::wav::write(&dir.join("replies/live-turn-1-0.wav"), &reply, RATE as u32).unwrap();
     std::fs::write(
-        dir.path().join("plan.tsv"),
-        format!("{}\tsc:getpin\t{end_ms}\t0\n", clip_path.display()),
+        dir.join("plan.tsv"),
+        format!("{}\tsc:clip\t{end_ms}\t0\n", clip_path.display()),
     )
     .unwrap();
+    clip_at
+}
 
+/// The check's figures for the one clip, given a reported total of `reported_ms`.
+fn assert_timed(dir: &Path, clip_at: usize, reported_ms: f64, expected_error_ms: f64) {
+    let out = check(dir, reported_ms);
+    let c = &out["clips"][0];
+    let at_s = c["at_s"].as_f64().unwrap_or(f64::NAN);
+    assert!(
+        (at_s - clip_at as f64 / RATE as f64).abs() < 0.001,
+        "clip found at {at_s} s: {c}"
+    );
+    let heard = c["heard_total_ms"].as_f64().unwrap();
+    assert!((heard - 700.0).abs() <= 2.0, "heard {heard} ms: {c}");
+    let error = c["error_ms"].as_f64().unwrap();
+    assert!(
+        (error - expected_error_ms).abs() <= 2.0,
+        "error {error} ms: {c}"
+    );
+    assert_eq!(out["summary"]["measured"], 1);
+}
+
+#[test]
+fn the_wait_heard_in_the_recording_is_set_against_the_reported_total() {
+    let dir = tempfile::tempdir().unwrap();
+    let clip_at = scene(dir.path(), "real-conf-getpin.wav", None);
     // Reported right: no error. Reported 120 ms short (a late speech-end estimate): −120 ms.
     for (reported, expected) in [(700.0, 0.0), (580.0, -120.0)] {
-        let out = check(dir.path(), reported);
-        let c = &out["clips"][0];
-        let at_s = c["at_s"].as_f64().unwrap();
-        assert!(
-            (at_s - clip_at as f64 / RATE as f64).abs() < 0.001,
-            "clip found at {at_s} s: {c}"
-        );
-        let heard = c["heard_total_ms"].as_f64().unwrap();
-        assert!((heard - 700.0).abs() <= 2.0, "heard {heard} ms: {c}");
-        let error = c["error_ms"].as_f64().unwrap();
-        assert!((error - expected).abs() <= 2.0, "error {error} ms: {c}");
-        assert_eq!(out["summary"]["measured"], 1);
+        assert_timed(dir.path(), clip_at, reported, expected);
     }
+}
+
+/// Live took a pause inside the clip for the end of a turn and began a reply over the rest of
+/// it until the user's speech stopped it: the clip is found by its first second, and named as
+/// one that cannot be timed, not "not found".
+#[test]
+fn a_clip_with_a_reply_over_its_middle_is_found_and_not_timed() {
+    let dir = tempfile::tempdir().unwrap();
+    let clip_at = scene(dir.path(), "real-agent-alreadyon.wav", Some((1.5, 2.0)));
+    let out = check(dir.path(), 650.0);
+    let c = &out["clips"][0];
+    let at_s = c["at_s"].as_f64().unwrap_or(f64::NAN);
+    assert!(
+        (at_s - clip_at as f64 / RATE as f64).abs() < 0.001,
+        "clip found at {at_s} s: {c}"
+    );
+    assert!(
+        c["note"].as_str().unwrap_or("").contains("over the clip"),
+        "{c}"
+    );
+    assert_eq!(out["summary"]["measured"], 0);
 }
 
 #[test]

@@ -114,6 +114,9 @@ fn read16(path: &Path) -> Result<Vec<f32>> {
         .with_context(|| format!("reading {}", path.display()))
 }
 
+/// How much of a clip's start is matched against the recording to place it.
+const PLACE_BY_MS: f64 = 1000.0;
+
 const fn ms(samples: usize) -> f64 {
     samples as f64 * 1000.0 / PIPELINE_RATE as f64
 }
@@ -141,9 +144,11 @@ pub fn run(args: CheckLoopbackArgs) -> Result<ExitCode> {
     let mut placed: Vec<Option<Placement>> = Vec::with_capacity(plan.len());
     let mut cursor = 0;
     for (clip, p) in clips.iter().zip(&plan) {
-        // Only up to the end of speech: after it the reply may already be playing over the
-        // clip's own trailing silence.
-        let speech = &clip[..samples(p.speech_end_ms).clamp(1, clip.len().max(1))];
+        // Only the clip's first second, and never past its end of speech, places it: after
+        // that a reply may be playing over it, to a part of it that the live session took for
+        // a whole turn, or after its end. The whole of its speech is checked below.
+        let head = samples(p.speech_end_ms.min(PLACE_BY_MS));
+        let speech = &clip[..head.clamp(1, clip.len().max(1))];
         let at = locate(&rec, speech, cursor, rec.len(), args.min_score)
             .filter(|p| p.score >= args.min_score);
         if let Some(p) = at {
@@ -176,6 +181,19 @@ pub fn run(args: CheckLoopbackArgs) -> Result<ExitCode> {
         };
         check.at_s = Some(ms(at.start) / 1000.0);
         check.score = Some(at.score);
+        // Placed again on all of its speech, for the gain and the fine offset; a clip that no
+        // longer matches there had something else sounding over it, and what follows its end
+        // cannot be told from what was left of that.
+        let speech = &clips[k][..samples(p.speech_end_ms).clamp(1, clips[k].len().max(1))];
+        let whole = locate(&rec, speech, at.start, at.start + 1, args.min_score);
+        let Some(at) = whole.filter(|w| w.score >= args.min_score) else {
+            let score = whole.map_or(0.0, |w| w.score);
+            check.note = Some(format!(
+                "other sound over the clip before its end of speech (score {score:.2}): a reply to a part of it?"
+            ));
+            checks.push(check);
+            continue;
+        };
         let Some((turn, total)) = mine
             .iter()
             .rev()
