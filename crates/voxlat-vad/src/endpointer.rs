@@ -158,6 +158,8 @@ pub struct Endpointer<D: VoiceDetector> {
     utterance: Vec<f32>,
     state: State,
     period_ns: f64,
+    /// From a frame's first sample to its last, ns.
+    frame_span_ns: u64,
     /// Speech-band energy, for refining `speech_end`.
     energy: EnergyTrack,
     scorer: Option<SharedScorer>,
@@ -175,6 +177,7 @@ impl<D: VoiceDetector> Endpointer<D> {
             utterance: Vec::new(),
             state: State::Idle { voiced_run: 0 },
             period_ns: 1e9 / f64::from(RATE),
+            frame_span_ns: (frame.saturating_sub(1) as f64 * 1e9 / f64::from(RATE)) as u64,
             energy: EnergyTrack::new(RATE),
             cfg,
             detector,
@@ -232,12 +235,7 @@ impl<D: VoiceDetector> Endpointer<D> {
     }
 
     fn frame_start(&self, frame_end: Nanos) -> Nanos {
-        let fs = self.detector.frame_samples();
-        Nanos(
-            frame_end
-                .0
-                .saturating_sub(((fs - 1) as f64 * self.period_ns) as u64),
-        )
+        Nanos(frame_end.0.saturating_sub(self.frame_span_ns))
     }
 
     fn on_frame(
@@ -262,7 +260,6 @@ impl<D: VoiceDetector> Endpointer<D> {
         if voiced || self.is_speaking() {
             self.energy.note_speech(self.frame_start(end));
         }
-        let frame_span_ns = ((fs - 1) as f64 * self.period_ns) as u64;
         let cfg = &self.cfg;
         match &mut self.state {
             State::Idle { voiced_run } => {
@@ -282,7 +279,7 @@ impl<D: VoiceDetector> Endpointer<D> {
                         end.0
                             .saturating_sub((run_frames - 1) * (fs as f64 * self.period_ns) as u64),
                     );
-                    let speech_start = Nanos(first_frame_end.0.saturating_sub(frame_span_ns));
+                    let speech_start = Nanos(first_frame_end.0.saturating_sub(self.frame_span_ns));
                     if !self.energy.heard_speech_since(speech_start) {
                         // Voiced to the VAD, not speech to the energy track (hiss or hum the
                         // VAD has adapted to): the run's start slides on with the audio.
