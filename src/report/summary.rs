@@ -142,6 +142,12 @@ pub fn print_report(r: &ReplayResults) {
             a.resumed, a.turns
         );
     }
+    if a.merged + a.played_on > 0 {
+        println!(
+            "Recovered commits: {} turns carried the words of an early commit the user went on from; {} replies paused for a sound with no words and played on.",
+            a.merged, a.played_on
+        );
+    }
     let q = &a.quality;
     if q.replies > 0 {
         use voxlat_pipeline::quality::QualityCounts as Q;

@@ -81,6 +81,20 @@ impl ReplyPlayout {
         self.stamps.iter().find(|s| s.flushed).map(|s| s.at_ns)
     }
 
+    /// How far the reply has played before any stop: the ring index after the last sample
+    /// played, and the stream time at which it finished; `None` before the first sample.
+    pub fn played_to(&self) -> Option<(u64, u64)> {
+        self.stamps
+            .iter()
+            .take_while(|s| !s.flushed)
+            .filter(|s| s.popped > 0 && s.first + u64::from(s.popped) > self.start)
+            .map(|s| {
+                let end = s.first + u64::from(s.popped);
+                (end, self.time_in(s, end))
+            })
+            .max_by_key(|p| p.0)
+    }
+
     pub fn finished(&self) -> bool {
         self.last_at().is_some() || self.stopped_at().is_some() || self.end == Some(self.start)
     }
@@ -169,5 +183,23 @@ mod tests {
         assert_eq!(p.stopped_at(), Some(20_000_000));
         assert!(p.finished());
         assert_eq!(p.underruns().0, 0);
+    }
+
+    /// A pause flushes the ring: what played before the flush is where the reply resumes.
+    #[test]
+    fn played_to_is_the_last_sample_out_before_a_flush() {
+        let mut p = ReplyPlayout::new(100, 1000);
+        assert_eq!(p.played_to(), None);
+        p.observe(&stamp(100, 10, 0));
+        p.observe(&stamp(110, 4, 10)); // 114 out at 14 ms
+        p.observe(&OutStamp {
+            first: 180,
+            popped: 0,
+            frames: 10,
+            at_ns: 20_000_000,
+            flushed: true,
+        });
+        p.observe(&stamp(180, 10, 30)); // after the flush: not the reply's first part
+        assert_eq!(p.played_to(), Some((114, 14_000_000)));
     }
 }

@@ -58,6 +58,12 @@ pub struct Aggregate {
     /// Live: turns after whose commit the user spoke again within 2 s.
     #[serde(default)]
     pub resumed: usize,
+    /// Turns that carried an earlier commit's words (the user went on with words).
+    #[serde(default)]
+    pub merged: usize,
+    /// Turns whose reply was paused for a sound with no words, and then played on.
+    #[serde(default)]
+    pub played_on: usize,
     pub underruns: u32,
     /// Every breakdown's segments summed exactly to its total (integer ns).
     pub sums_exact: bool,
@@ -218,6 +224,11 @@ impl Aggregate {
             resumed: measured
                 .iter()
                 .filter(|t| t.resumed_after_ms.is_some())
+                .count(),
+            merged: measured.iter().filter(|t| t.merged_words.is_some()).count(),
+            played_on: measured
+                .iter()
+                .filter(|t| t.reply_pauses.iter().any(|p| p.resumed.is_some()))
                 .count(),
             underruns: measured.iter().map(|t| t.underruns).sum(),
             quality: QualityCounts::from_turns(

@@ -37,7 +37,7 @@ pub mod workers;
 
 pub use config::PipelineConfig;
 pub use error::{SessionError, SourceError, StageError, TurnError};
-pub use output::{Output, VirtualSink};
+pub use output::{Output, RealTimeSink, VirtualSink};
 pub use record::{Aggregate, Interruption, TurnOutcome, TurnRecord};
 pub use respond::{Pipeline, Progress};
 pub use scenario::{LoadedTurn, Scenario, TurnSpec};

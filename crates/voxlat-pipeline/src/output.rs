@@ -13,6 +13,32 @@ use voxlat_tts::stream::ChunkAudio;
 /// A barge-in onset, once there is one; the turn's output stops when it arrives.
 pub type Cancel = watch::Receiver<Option<Nanos>>;
 
+/// The user's speech onset while the reply is paused (they spoke soon after the commit, and
+/// the session waits for their words to decide); `None` while it may play.
+pub type Pause = watch::Receiver<Option<Nanos>>;
+
+/// How the session steers a reply's output: a pause holds it where it is, a resume (the pause
+/// back to `None`) plays on from there, and a cancel stops it for good.
+#[derive(Clone)]
+pub struct Steer {
+    pub cancel: Cancel,
+    pub pause: Pause,
+}
+
+/// One pause of a reply's output.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PauseSpan {
+    /// The user's speech onset that paused it.
+    pub onset: Nanos,
+    /// When the output went silent (live: the device's own timestamp of the flush); for a
+    /// reply not yet audible, when its audio started being held.
+    pub silent: Nanos,
+    /// When it played on; `None` if it never did (the user's words replaced it).
+    pub resumed: Option<Nanos>,
+    /// Reply audio playing while the user talked: onset → silent, over what was audible, ms.
+    pub overlap_ms: f64,
+}
+
 /// What an output did with one reply.
 #[derive(Default, Debug)]
 pub struct Played {
@@ -25,9 +51,10 @@ pub struct Played {
     pub stopped_at: Option<Nanos>,
     /// Underruns the device driver reported while the reply played.
     pub xruns: u64,
+    pub pauses: Vec<PauseSpan>,
 }
 
-/// Plays one reply's chunks as they arrive, until the sender closes (or `cancel` fires).
+/// Plays one reply's chunks as they arrive, until the sender closes (or `steer` cancels).
 /// The future is spawned, so it owns what it needs. Nothing happens until it is first
 /// polled: that is when the output opens (live, the speaker gates the microphone from then
 /// on), so a held speculative reply polls it only at its commit.
@@ -37,14 +64,16 @@ pub trait Output: Send + Sync {
         tl: Arc<Timeline>,
         audio: mpsc::UnboundedReceiver<ChunkAudio>,
         rate: u32,
-        cancel: Cancel,
+        steer: Steer,
     ) -> BoxFuture<'static, Played>;
 }
 
 /// Replay's output: a virtual device consuming audio at real-time pace. The first sample
 /// plays as soon as it arrives; each later chunk is due when the previous one finishes, and
 /// arriving after that is an underrun (a gap the listener hears). Playback is computed, not
-/// slept through, and a virtual listener never interrupts.
+/// slept through: the output is done when its last chunk arrives. A pause and a resume take
+/// effect at once; a cancel stops it while it is paused (the user's words replaced the
+/// reply), and a virtual listener never barges in otherwise.
 pub struct VirtualSink;
 
 impl Output for VirtualSink {
@@ -53,45 +82,195 @@ impl Output for VirtualSink {
         tl: Arc<Timeline>,
         audio: mpsc::UnboundedReceiver<ChunkAudio>,
         rate: u32,
-        _cancel: Cancel,
+        steer: Steer,
     ) -> BoxFuture<'static, Played> {
-        Box::pin(virtual_sink(tl, audio, rate))
+        Box::pin(virtual_sink(tl, audio, rate, steer, false))
     }
 }
 
-async fn virtual_sink(
+/// The same virtual device, waited out as a real one is: the output lasts until its last
+/// sample has played, so a pause or a cancel reaches audio the listener has not heard yet.
+/// For sessions whose user acts while the reply plays (the session tests' scripted users).
+pub struct RealTimeSink;
+
+impl Output for RealTimeSink {
+    fn play(
+        &self,
+        tl: Arc<Timeline>,
+        audio: mpsc::UnboundedReceiver<ChunkAudio>,
+        rate: u32,
+        steer: Steer,
+    ) -> BoxFuture<'static, Played> {
+        Box::pin(virtual_sink(tl, audio, rate, steer, true))
+    }
+}
+
+/// The virtual device's position: when what is queued finishes, or, paused, how much of it
+/// is left.
+struct VirtualPlayout {
     tl: Arc<Timeline>,
-    mut rx: mpsc::UnboundedReceiver<ChunkAudio>,
     rate: u32,
-) -> Played {
-    let mut p = Played::default();
-    let mut playing_until: Option<Nanos> = None;
-    while let Some(c) = rx.recv().await {
+    started: bool,
+    playing_until: Option<Nanos>,
+    paused: Option<(PauseSpan, Duration)>,
+}
+
+impl VirtualPlayout {
+    fn chunk(&mut self, p: &mut Played, samples: &[f32]) {
         let arrival = clock::now();
-        p.chunks.push(ChunkRecord::of(&c));
-        if c.samples.is_empty() {
-            continue;
+        let dur = Duration::from_secs_f64(samples.len() as f64 / f64::from(self.rate.max(1)));
+        p.samples.extend_from_slice(samples);
+        if p.first_arrival.is_none() {
+            p.first_arrival = Some(arrival);
         }
-        let dur = Duration::from_secs_f64(c.samples.len() as f64 / f64::from(rate.max(1)));
-        let start = match playing_until {
-            None => {
-                p.first_arrival = Some(arrival);
-                // No buffer: queued and leaving the "device" are the same moment.
-                let t = tl.mark(EventKind::PlayoutQueued);
-                tl.mark_at(EventKind::PlayoutStart, t);
-                t
-            }
-            Some(until) if arrival > until => {
+        if let Some((_, left)) = self.paused.as_mut() {
+            *left += dur;
+            return;
+        }
+        let start = match self.playing_until {
+            None if !self.started => self.begin(arrival),
+            Some(until) if arrival <= until => until,
+            Some(until) => {
                 p.underruns += 1;
                 p.underrun_ms += clock::ns_to_ms(arrival.signed_since(until));
                 arrival
             }
-            Some(until) => until,
+            None => arrival,
         };
-        playing_until = Some(start.saturating_add(dur));
-        p.samples.extend_from_slice(&c.samples);
+        self.playing_until = Some(start.saturating_add(dur));
     }
-    if let Some(end) = playing_until {
+
+    /// The first sample leaves: no buffer, so queued and leaving are the same moment.
+    fn begin(&mut self, at: Nanos) -> Nanos {
+        self.started = true;
+        self.tl.mark_at(EventKind::PlayoutQueued, at);
+        self.tl.mark_at(EventKind::PlayoutStart, at);
+        at
+    }
+
+    fn pause(&mut self, onset: Nanos) {
+        if self.paused.is_some() {
+            return;
+        }
+        let now = clock::now();
+        let audible_from = self.tl.get(EventKind::PlayoutStart).map(|s| s.max(onset));
+        let overlap_ms = audible_from
+            .zip(self.playing_until)
+            .map_or(0.0, |(from, until)| {
+                clock::ns_to_ms(until.min(now).signed_since(from)).max(0.0)
+            });
+        let left = self.playing_until.map_or(Duration::ZERO, |u| {
+            Duration::from_nanos(u.0.saturating_sub(now.0))
+        });
+        // What already finished keeps its end; what was still to play waits.
+        if !left.is_zero() {
+            self.playing_until = None;
+        }
+        let span = PauseSpan {
+            onset,
+            silent: now,
+            resumed: None,
+            overlap_ms,
+        };
+        self.paused = Some((span, left));
+    }
+
+    fn resume(&mut self, p: &mut Played) {
+        let Some((mut span, left)) = self.paused.take() else {
+            return;
+        };
+        let now = clock::now();
+        span.resumed = Some(now);
+        p.pauses.push(span);
+        if left.is_zero() {
+            return;
+        }
+        let start = if self.started { now } else { self.begin(now) };
+        self.playing_until = Some(start.saturating_add(left));
+    }
+
+    /// Cancelled: what was left never plays.
+    fn stop(&mut self, p: &mut Played) {
+        match self.paused.take() {
+            Some((span, _)) => {
+                p.stopped_at = Some(span.silent);
+                p.pauses.push(span);
+            }
+            None => p.stopped_at = Some(clock::now()),
+        }
+        self.playing_until = None;
+    }
+
+    /// How long until what is queued has played, if anything is playing.
+    fn left_to_play(&self) -> Option<Duration> {
+        let until = self.playing_until.filter(|_| self.paused.is_none())?;
+        let now = clock::now();
+        (until > now).then(|| Duration::from_nanos(until.0 - now.0))
+    }
+}
+
+/// `linger`: wait until the last sample has played (else done when the audio ends).
+async fn virtual_sink(
+    tl: Arc<Timeline>,
+    mut rx: mpsc::UnboundedReceiver<ChunkAudio>,
+    rate: u32,
+    steer: Steer,
+    linger: bool,
+) -> Played {
+    let Steer {
+        mut cancel,
+        mut pause,
+    } = steer;
+    let mut p = Played::default();
+    let mut v = VirtualPlayout {
+        tl: tl.clone(),
+        rate,
+        started: false,
+        playing_until: None,
+        paused: None,
+    };
+    let mut audio_open = true;
+    let mut steered = true;
+    // An onset already there when the output opens.
+    if let Some(onset) = *pause.borrow_and_update() {
+        v.pause(onset);
+    }
+    loop {
+        let playing = linger.then(|| v.left_to_play()).flatten();
+        if !audio_open && playing.is_none() && (v.paused.is_none() || !steered) {
+            break;
+        }
+        let stoppable = v.paused.is_some() || playing.is_some();
+        tokio::select! {
+            _ = tokio::time::sleep(playing.unwrap_or_default()), if !audio_open && playing.is_some() => {}
+            c = rx.recv(), if audio_open => match c {
+                Some(c) => {
+                    p.chunks.push(ChunkRecord::of(&c));
+                    if !c.samples.is_empty() {
+                        v.chunk(&mut p, &c.samples);
+                    }
+                }
+                None => audio_open = false,
+            },
+            r = pause.changed(), if steered => match r {
+                Ok(()) => match *pause.borrow_and_update() {
+                    Some(onset) => v.pause(onset),
+                    None => v.resume(&mut p),
+                },
+                // The session let go of the turn: nothing will resume it.
+                Err(_) => steered = false,
+            },
+            _ = cancel.wait_for(|c| c.is_some()), if stoppable && steered => {
+                v.stop(&mut p);
+                break;
+            }
+        }
+    }
+    if let Some((span, _)) = v.paused.take() {
+        p.stopped_at = Some(span.silent);
+        p.pauses.push(span);
+    }
+    if let Some(end) = v.playing_until {
         tl.mark_at(EventKind::PlayoutDone, end);
     }
     p

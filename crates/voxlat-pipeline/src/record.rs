@@ -199,6 +199,15 @@ pub struct TurnRecord {
     /// its reply was heard); the LLM was asked with them and `transcript` as one message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged_words: Option<String>,
+    /// The reply's audio paused because the user spoke soon after the commit: each pause,
+    /// when the output went silent, whether it played on, and the audible overlap.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reply_pauses: Vec<crate::output::PauseSpan>,
+    /// What the user said while the reply was paused that was too short to go on from it
+    /// (under [`crate::session::MIN_GOING_ON_MS`] of speech: a backchannel or a noise Whisper
+    /// wrote words for); the reply played on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub passed_over: Vec<String>,
     pub reply_text: String,
     pub reply_audio_s: f64,
     pub missing_keywords: Vec<String>,
@@ -237,7 +246,8 @@ pub struct TurnRecord {
     pub speculation_misses: u32,
     /// Whisper, LLM and Piper busy time spent on speculation discarded since the previous
     /// record, ms: those replies (work they left running included, such as a decode or a
-    /// chunk finishing after the drop) and speculative transcriptions a retraction dropped.
+    /// chunk finishing after the drop), speculative transcriptions a retraction dropped, and
+    /// the transcription of a sound with no words that a paused reply waited for.
     /// Misses after a session's last turn are on a record of its own (`close`).
     #[serde(default)]
     pub speculation_wasted_ms: f64,
@@ -302,6 +312,8 @@ impl TurnRecord {
             cutoff: None,
             resumed_after_ms: None,
             merged_words: None,
+            reply_pauses: Vec::new(),
+            passed_over: Vec::new(),
             reply_text: String::new(),
             reply_audio_s: 0.0,
             missing_keywords: Vec::new(),

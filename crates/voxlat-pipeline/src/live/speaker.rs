@@ -3,7 +3,7 @@
 
 use super::echo::{rms, EchoRef};
 use super::POLL;
-use crate::output::{Cancel, Output, Played};
+use crate::output::{Cancel, Output, PauseSpan, Played, Steer};
 use crate::record::ChunkRecord;
 use crate::stages::BoxFuture;
 use std::collections::VecDeque;
@@ -26,6 +26,12 @@ enum SpeakerCmd {
     },
     End,
     Stop,
+    /// Silence the reply where it is (the user spoke at `onset`), keeping what is left.
+    Pause {
+        onset: Nanos,
+    },
+    /// Play on from where the pause stopped it.
+    Resume,
 }
 
 enum SpeakerEvent {
@@ -38,6 +44,8 @@ enum SpeakerEvent {
         underrun_ms: f64,
         xruns: u64,
     },
+    /// The device went silent for a pause.
+    Paused(PauseSpan),
 }
 
 /// What the output device is, for results.
@@ -61,16 +69,30 @@ pub struct Speaker {
 
 struct Active {
     events: mpsc::UnboundedSender<SpeakerEvent>,
+    /// The part of the reply played since it began or last resumed: ring samples from
+    /// `start` are the reply's samples from `from`.
     reply: ReplyPlayout,
     start: u64,
+    from: usize,
     pending: VecDeque<f32>,
-    /// The reply at the device rate, for the echo levels.
+    /// The reply at the device rate: for the echo levels, and what a resume plays on from.
     audio: Vec<f32>,
     queued: Option<Nanos>,
     xruns_before: u64,
+    /// Underruns of the parts before the last resume.
+    underruns_before: (u32, f64),
     started: bool,
     ended: bool,
     stop: bool,
+    paused: Option<Pausing>,
+}
+
+/// A pause asked for, and, once the device's flush is seen, when it went silent.
+struct Pausing {
+    onset: Nanos,
+    silent: Option<Nanos>,
+    reported: bool,
+    resume: bool,
 }
 
 impl Speaker {
@@ -99,14 +121,20 @@ impl Speaker {
     }
 
     /// Plays one reply's chunks as they arrive; stamps `playout_queued`, `playout_start` and
-    /// `playout_done` from the device; stops early when `cancel` carries a barge-in.
+    /// `playout_done` from the device; pauses and plays on as `steer` says, and stops early
+    /// when it carries a barge-in.
     async fn play_reply(
         self,
         tl: Arc<Timeline>,
         mut rx: mpsc::UnboundedReceiver<ChunkAudio>,
         rate: u32,
-        mut cancel: Cancel,
+        steer: Steer,
     ) -> Played {
+        let Steer {
+            mut cancel,
+            mut pause,
+        } = steer;
+        let mut steered = true;
         let (ev_tx, mut ev_rx) = mpsc::unbounded_channel();
         let mut p = Played::default();
         if self.tx.send(SpeakerCmd::Begin { events: ev_tx }).is_err() {
@@ -114,8 +142,26 @@ impl Speaker {
         }
         let mut audio_open = true;
         let mut stopping = false;
+        if let Some(onset) = *pause.borrow_and_update() {
+            let _ = self.tx.send(SpeakerCmd::Pause { onset });
+        }
         loop {
             tokio::select! {
+                r = pause.changed(), if steered && !stopping => match r {
+                    Ok(()) => {
+                        let cmd = match *pause.borrow_and_update() {
+                            Some(onset) => SpeakerCmd::Pause { onset },
+                            None => {
+                                if let Some(p) = p.pauses.last_mut().filter(|p| p.resumed.is_none()) {
+                                    p.resumed = Some(clock::now());
+                                }
+                                SpeakerCmd::Resume
+                            }
+                        };
+                        let _ = self.tx.send(cmd);
+                    }
+                    Err(_) => steered = false,
+                },
                 c = rx.recv(), if audio_open => match c {
                     Some(c) => {
                         p.chunks.push(ChunkRecord::of(&c));
@@ -136,6 +182,7 @@ impl Speaker {
                     let _ = self.tx.send(SpeakerCmd::Stop);
                 }
                 ev = ev_rx.recv() => match ev {
+                    Some(SpeakerEvent::Paused(span)) => p.pauses.push(span),
                     Some(SpeakerEvent::Started(queued, start)) => {
                         tl.mark_at(EventKind::PlayoutQueued, queued);
                         tl.mark_at(EventKind::PlayoutStart, start);
@@ -164,9 +211,9 @@ impl Output for Speaker {
         tl: Arc<Timeline>,
         audio: mpsc::UnboundedReceiver<ChunkAudio>,
         rate: u32,
-        cancel: Cancel,
+        steer: Steer,
     ) -> BoxFuture<'static, Played> {
-        Box::pin(self.clone().play_reply(tl, audio, rate, cancel))
+        Box::pin(self.clone().play_reply(tl, audio, rate, steer))
     }
 }
 
@@ -204,13 +251,16 @@ fn speaker_thread(
                         events,
                         reply: ReplyPlayout::new(start, out.rate),
                         start,
+                        from: 0,
                         pending: VecDeque::new(),
                         audio: Vec::new(),
                         queued: None,
                         xruns_before: out.health().xruns(),
+                        underruns_before: (0, 0.0),
                         started: false,
                         ended: false,
                         stop: false,
+                        paused: None,
                     });
                 }
                 SpeakerCmd::Audio { samples, rate } => {
@@ -248,6 +298,22 @@ fn speaker_thread(
                         out.stop();
                     }
                 }
+                SpeakerCmd::Pause { onset } => {
+                    if let Some(a) = active.as_mut().filter(|a| !a.stop && a.paused.is_none()) {
+                        a.paused = Some(Pausing {
+                            onset,
+                            silent: None,
+                            reported: false,
+                            resume: false,
+                        });
+                        out.stop();
+                    }
+                }
+                SpeakerCmd::Resume => {
+                    if let Some(p) = active.as_mut().and_then(|a| a.paused.as_mut()) {
+                        p.resume = true;
+                    }
+                }
             }
         }
         stamps.clear();
@@ -255,7 +321,7 @@ fn speaker_thread(
         let Some(a) = active.as_mut() else {
             continue;
         };
-        if !a.pending.is_empty() {
+        if !a.pending.is_empty() && a.paused.is_none() {
             let now = clock::now();
             let n = out.push(a.pending.make_contiguous());
             if n > 0 && a.queued.is_none() {
@@ -268,10 +334,15 @@ fn speaker_thread(
         for s in &stamps {
             a.reply.observe(s);
             flushed |= s.flushed && a.stop;
+            if s.flushed {
+                if let Some(p) = a.paused.as_mut().filter(|p| p.silent.is_none()) {
+                    p.silent = Some(out.to_process(s.at_ns));
+                }
+            }
             let end = s.first + u64::from(s.popped);
-            if s.popped > 0 && end > a.start {
-                let from = (s.first.max(a.start) - a.start) as usize;
-                let to = ((end - a.start) as usize).min(a.audio.len());
+            if s.popped > 0 && end > a.start && !s.flushed {
+                let from = a.from + (s.first.max(a.start) - a.start) as usize;
+                let to = (a.from + (end - a.start) as usize).min(a.audio.len());
                 if from < to {
                     let t0 = out.to_process(s.at_ns);
                     let dur = Duration::from_nanos(
@@ -289,22 +360,33 @@ fn speaker_thread(
                     .send(SpeakerEvent::Started(q, out.to_process(first)));
             }
         }
-        if a.ended && a.pending.is_empty() && !a.stop {
-            a.reply.finish(a.start + a.audio.len() as u64);
+        if a.paused.as_ref().is_some_and(|p| p.silent.is_some()) && !a.stop {
+            paused_or_resumed(a, &out, &echo, tail);
+        }
+        if a.ended && a.pending.is_empty() && !a.stop && a.paused.is_none() {
+            a.reply
+                .finish(a.start + (a.audio.len().saturating_sub(a.from)) as u64);
         }
         let finished = if a.stop {
             flushed
         } else {
-            a.ended && a.pending.is_empty() && a.reply.finished()
+            a.paused.is_none() && a.ended && a.pending.is_empty() && a.reply.finished()
         };
         if finished {
             let (underruns, underrun_ms) = a.reply.underruns();
+            let (underruns, underrun_ms) = (
+                underruns + a.underruns_before.0,
+                underrun_ms + a.underruns_before.1,
+            );
             let done = a.reply.last_at().map(|t| out.to_process(t));
             let stopped = if a.stop {
-                stamps
-                    .iter()
-                    .find(|s| s.flushed)
-                    .map(|s| out.to_process(s.at_ns))
+                // Stopped while paused: the device fell silent at the pause.
+                a.paused.as_ref().and_then(|p| p.silent).or_else(|| {
+                    stamps
+                        .iter()
+                        .find(|s| s.flushed)
+                        .map(|s| out.to_process(s.at_ns))
+                })
             } else {
                 None
             };
@@ -320,4 +402,53 @@ fn speaker_thread(
             active = None;
         }
     }
+}
+
+/// A paused reply: once the device is silent, the pause is reported (and the microphone's
+/// gate opens after the echo tail, so the user is heard as any speaker is); once the session
+/// asks to play on, what had not played is queued again from where it stopped, as a new part.
+fn paused_or_resumed(a: &mut Active, out: &Playback, echo: &EchoRef, tail: Duration) {
+    let Some(p) = a.paused.as_mut() else {
+        return;
+    };
+    let Some(silent) = p.silent else {
+        return;
+    };
+    if !p.reported {
+        p.reported = true;
+        let played = a.reply.played_to();
+        let audible_until = played
+            .map(|(_, t)| out.to_process(t))
+            .map(|t| t.min(silent));
+        let first = a.reply.first_at().map(|t| out.to_process(t));
+        let overlap_ms = first.zip(audible_until).map_or(0.0, |(f, u)| {
+            clock::ns_to_ms(u.signed_since(f.max(p.onset))).max(0.0)
+        });
+        let _ = a.events.send(SpeakerEvent::Paused(PauseSpan {
+            onset: p.onset,
+            silent,
+            resumed: None,
+            overlap_ms,
+        }));
+        echo.end(audible_until.unwrap_or(silent).saturating_add(tail));
+        // Where to play on from: the sample after the last one the device played.
+        let played_to = played.map_or(a.start, |(i, _)| i);
+        a.from += (played_to.saturating_sub(a.start)) as usize;
+        a.from = a.from.min(a.audio.len());
+        a.pending.clear();
+    }
+    if !p.resume {
+        return;
+    }
+    let (n, ms) = a.reply.underruns();
+    a.underruns_before.0 += n;
+    a.underruns_before.1 += ms;
+    a.start = out.pushed();
+    a.reply = ReplyPlayout::new(a.start, out.rate);
+    a.pending = a.audio[a.from..].iter().copied().collect();
+    if !a.started {
+        a.queued = None;
+    }
+    a.paused = None;
+    echo.begin();
 }

@@ -10,7 +10,7 @@ mod transcript;
 use crate::config::PipelineConfig;
 use crate::error::TurnError;
 use crate::meter::Meter;
-use crate::output::{Cancel, Output, Played};
+use crate::output::{Cancel, Output, Pause, Played};
 use crate::record::{Interruption, Stage, TurnOutcome, TurnRecord};
 use crate::stages::{BoxFuture, Replier};
 use crate::workers::{AsrResult, AsrWorker, TtsWorker};
@@ -50,6 +50,8 @@ pub(crate) struct TurnCtx<'a> {
     pub expect_keywords: &'a [String],
     pub output: &'a dyn Output,
     pub cancel: Cancel,
+    /// Holds the reply's audio while the user speaks soon after the commit.
+    pub pause: Pause,
     pub progress: &'a ProgressFn,
     /// A speculative reply: its audio is held until this carries the commit (the endpoint),
     /// and never plays if `cancel` fires first.
@@ -122,6 +124,7 @@ impl Pipeline {
             expect_keywords,
             output,
             cancel,
+            pause,
             progress,
             hold,
             meter,
@@ -146,6 +149,7 @@ impl Pipeline {
             language_hint: format!("{system_prompt} {user_text}"),
             output,
             cancel: &cancel,
+            pause,
             progress,
             hold,
             meter,

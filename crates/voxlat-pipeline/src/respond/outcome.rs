@@ -25,6 +25,7 @@ pub(super) fn record_output(
     rec.underruns = played.underruns;
     rec.underrun_ms = played.underrun_ms;
     rec.device_xruns = played.xruns;
+    rec.reply_pauses = std::mem::take(&mut played.pauses);
     rec.reply_audio_s = played.samples.len() as f64 / f64::from(rate.max(1));
     if let Some(dir) = &cfg.save_replies {
         let path = dir.join(rec.reply_wav_name());

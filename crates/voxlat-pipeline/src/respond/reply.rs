@@ -4,7 +4,7 @@
 use super::{cancelled, opened_at_commit, Hold, Pipeline, Progress, ProgressFn};
 use crate::error::TurnError;
 use crate::meter::Meter;
-use crate::output::{Cancel, Output, Played};
+use crate::output::{Cancel, Output, Pause, Played, Steer};
 use crate::record::{Stage, TurnRecord};
 use crate::workers::TtsMsg;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,6 +24,7 @@ pub(super) struct Ask<'a> {
     pub language_hint: String,
     pub output: &'a dyn Output,
     pub cancel: &'a Cancel,
+    pub pause: Pause,
     pub progress: &'a ProgressFn,
     pub hold: Option<Hold>,
     pub meter: Option<Meter>,
@@ -48,9 +49,13 @@ impl Pipeline {
     ) -> Result<Streamed, TurnError> {
         let Ask { tl, cancel, .. } = ask;
         let (audio_tx, audio_rx) = mpsc::unbounded_channel::<ChunkAudio>();
+        let steer = Steer {
+            cancel: cancel.clone(),
+            pause: ask.pause.clone(),
+        };
         let play = ask
             .output
-            .play(tl.clone(), audio_rx, self.tts.sample_rate, cancel.clone());
+            .play(tl.clone(), audio_rx, self.tts.sample_rate, steer);
         let sink = tokio::spawn(match ask.hold {
             Some(h) => opened_at_commit(play, h, cancel.clone()),
             None => play,

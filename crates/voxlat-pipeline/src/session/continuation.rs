@@ -1,6 +1,11 @@
-//! The user went on: speech after a commit means the commit came too early. The turn in
-//! flight and those waiting behind it give way, and their words carry into the turn that
-//! continues them (one user message, never two, never lost).
+//! The user went on: speech after a commit means the commit may have come too early.
+//!
+//! Soon after the commit (within [`RESUMED_WITHIN_MS`]) the reply is paused, not dropped:
+//! its audio stops (or, not yet audible, stays held) and the session waits for what the user
+//! says. Words mean the commit was early: the reply gives way, and its words carry into the
+//! turn that continues them (one user message, never two, never lost). No words (a cough,
+//! "mm-hm", a noise the barge-in gate took for speech) mean it was not: the reply plays on
+//! from where it stopped. Later speech is a barge-in, and the turn in flight is cancelled.
 
 use super::{Commit, Endpointed, Session};
 use crate::record::{TurnOutcome, TurnRecord};
@@ -11,35 +16,191 @@ use voxlat_asr::engine::Transcript;
 use voxlat_core::{clock, EventKind, Nanos};
 
 /// Speech this soon after a commit counts as the user resuming the same turn (the commit
-/// came too early): LiveKit's `false_interruption_timeout`, 2 s.
+/// came too early): LiveKit's `false_interruption_timeout`, 2 s. It is also how long a paused
+/// reply waits for an utterance before it plays on.
 pub const RESUMED_WITHIN_MS: f64 = 2000.0;
 
-/// The words a finished turn leaves for the next: all it was asked with when the user cut it
-/// short before any of its reply was audible; none otherwise.
-pub(super) fn carried_words(rec: &TurnRecord) -> Option<String> {
+/// The words a finished turn leaves for the next: all it was asked with, when the user cut
+/// it short before any of its reply was audible, or went on from it with words while it was
+/// paused; none otherwise.
+pub(super) fn carried_words(rec: &TurnRecord, merge: bool) -> Option<String> {
     let unheard = rec.outcome == TurnOutcome::Interrupted
-        && !rec.events.contains_key(&EventKind::PlayoutStart);
+        && (merge || !rec.events.contains_key(&EventKind::PlayoutStart));
     let words = crate::history::continued(rec.merged_words.as_deref(), &rec.transcript);
     (unheard && !words.trim().is_empty()).then_some(words)
+}
+
+/// A committed reply paused because the user spoke soon after its commit.
+pub(super) struct Paused {
+    onset: Nanos,
+    /// When it plays on if no utterance has come by then.
+    pub(super) due: tokio::time::Instant,
+    /// The utterance that decides, endpointed and being transcribed.
+    pub(super) deciding: Option<Endpointed>,
+}
+
+fn resume_due() -> tokio::time::Instant {
+    tokio::time::Instant::now() + Duration::from_millis(RESUMED_WITHIN_MS as u64)
+}
+
+/// Speech shorter than this after a commit does not replace the reply: LiveKit's default
+/// `min_interruption_duration` (0.5 s). Whisper writes words for a noise burst too (300 ms
+/// of white noise over the loopback came back as "minutes"), so a transcript alone cannot
+/// tell a cough or an "mm-hm" from the user going on.
+pub const MIN_GOING_ON_MS: f64 = 500.0;
+
+/// What the deciding utterance adds to the turn: words, or nothing (no transcript, or speech
+/// too short to be more than a backchannel or a noise: its text, if any, is kept).
+enum Adds {
+    Words,
+    Nothing(Option<String>),
+}
+
+/// What an utterance of `speech_ms` adds, given its transcription (an error is handed on as
+/// words, so that the turn that follows reports it).
+fn adds(r: &Result<AsrResult, oneshot::error::RecvError>, speech_ms: f64) -> Adds {
+    match r {
+        Ok(AsrResult {
+            transcript: Ok(t), ..
+        }) if t.text.trim().is_empty() => Adds::Nothing(None),
+        Ok(AsrResult {
+            transcript: Ok(t), ..
+        }) if speech_ms < MIN_GOING_ON_MS => Adds::Nothing(Some(t.text.trim().to_string())),
+        _ => Adds::Words,
+    }
 }
 
 impl Session<'_> {
     /// New speech from `at`.
     pub(super) fn user_went_on(&mut self, at: Nanos) {
-        let since_commit = self
-            .last_commit
-            .map(|c| clock::ns_to_ms(at.signed_since(c)))
-            .filter(|ms| (0.0..=RESUMED_WITHIN_MS).contains(ms));
+        let since_commit = self.since_commit(at);
         // A held reply not committed yet belongs to this utterance, not the last commit.
-        let committed = self.turn.committed();
-        if let (Some(ms), Some(t)) = (since_commit, committed) {
+        if let (Some(ms), Some(t)) = (since_commit, self.turn.committed()) {
             t.resumed_after_ms.get_or_insert(ms);
+        }
+        if self.pause_reply(at, since_commit.is_some()) {
+            return;
         }
         // Speaking again before the reply is heard: the user was not done, so the turn in
         // flight gives way, and so do those waiting behind it.
         self.cancel_turn(at);
         for w in self.waiting.iter_mut() {
             w.superseded.get_or_insert(at);
+        }
+    }
+
+    /// The barge-in gate heard the user over the reply at `onset`.
+    pub(super) fn barged_in(&mut self, onset: Nanos) {
+        let soon = self.since_commit(onset).is_some();
+        if !self.pause_reply(onset, soon) {
+            self.cancel_turn(onset);
+        }
+    }
+
+    /// Ms since the last commit, if within [`RESUMED_WITHIN_MS`].
+    fn since_commit(&self, at: Nanos) -> Option<f64> {
+        self.last_commit
+            .map(|c| clock::ns_to_ms(at.signed_since(c)))
+            .filter(|ms| (0.0..=RESUMED_WITHIN_MS).contains(ms))
+    }
+
+    /// Pauses the committed reply in flight for speech at `onset` soon after its commit (or
+    /// keeps it paused a while longer); false when there is none to pause.
+    fn pause_reply(&mut self, onset: Nanos, soon: bool) -> bool {
+        if let Some(p) = self.paused.as_mut() {
+            // More speech: what was said since the pause is not the end either.
+            p.due = resume_due();
+            let said = p.deciding.iter_mut().chain(self.waiting.iter_mut());
+            for e in said {
+                e.superseded.get_or_insert(onset);
+            }
+            return true;
+        }
+        if !soon || !self.waiting.is_empty() {
+            return false;
+        }
+        let Some(t) = self
+            .turn
+            .committed()
+            .filter(|t| t.cancel.borrow().is_none())
+        else {
+            return false;
+        };
+        t.pause(onset);
+        self.paused = Some(Paused {
+            onset,
+            due: resume_due(),
+            deciding: None,
+        });
+        true
+    }
+
+    /// An utterance endpointed: it decides a paused reply, or waits its turn.
+    pub(super) fn endpointed(&mut self, e: Endpointed) {
+        match self.paused.as_mut() {
+            Some(p) if p.deciding.is_none() => p.deciding = Some(e),
+            _ => self.waiting.push_back(e),
+        }
+    }
+
+    /// The deciding utterance's transcription came: words replace the paused reply, none let
+    /// it play on (or, when the user spoke on after the sound, leave the next utterance to
+    /// decide). A short utterance with words that more speech followed is the user going on.
+    pub(super) fn decide(&mut self, r: Result<AsrResult, oneshot::error::RecvError>) {
+        let Some(mut p) = self.paused.take() else {
+            return;
+        };
+        let Some(mut e) = p.deciding.take() else {
+            return;
+        };
+        // From the sound that paused the reply: live, the endpointer's own start reaches back
+        // into its pre-roll, which holds the reply's echo.
+        let from = e.commit.speech_start.max(p.onset);
+        let speech_ms = clock::ns_to_ms(e.commit.speech_end.signed_since(from));
+        let adds = adds(&r, speech_ms);
+        let spoke_on = e.superseded.is_some();
+        if matches!(adds, Adds::Words) || matches!(adds, Adds::Nothing(Some(_)) if spoke_on) {
+            if let Some(t) = self.turn.committed() {
+                t.merge = true;
+            }
+            self.cancel_turn(p.onset);
+            let (tx, rx) = oneshot::channel();
+            if let Ok(a) = r {
+                let _ = tx.send(a);
+            }
+            e.asr = rx;
+            self.waiting.push_front(e);
+            return;
+        }
+        if let Ok(a) = &r {
+            self.waste
+                .add_ms(clock::ns_to_ms(a.finished.signed_since(a.started)));
+        }
+        if spoke_on {
+            p.deciding = self.waiting.pop_front();
+            p.due = resume_due();
+            self.paused = Some(p);
+            return;
+        }
+        if let (Adds::Nothing(Some(text)), Some(t)) = (adds, self.turn.committed()) {
+            t.passed_over.push(text);
+        }
+        self.paused = Some(p);
+        self.resume_paused();
+    }
+
+    /// Plays the paused reply on (no words came).
+    pub(super) fn resume_paused(&mut self) {
+        self.paused = None;
+        if let Some(t) = self.turn.committed() {
+            t.resume();
+        }
+    }
+
+    /// The turn in flight ended: an utterance that was to decide about it takes its own turn.
+    pub(super) fn turn_ended(&mut self) {
+        if let Some(e) = self.paused.take().and_then(|p| p.deciding) {
+            self.waiting.push_front(e);
         }
     }
 }

@@ -70,6 +70,7 @@ impl<'p> Session<'p> {
         // Cloned, not taken: a held reply that is dropped must not take the words with it.
         let carried = self.carried.clone();
         let (cancel, cancel_rx) = watch::channel(None);
+        let (pause, pause_rx) = watch::channel(None);
         if matches!(facts, Facts::Known(_)) {
             progress(Progress::Started(self.started));
         }
@@ -98,6 +99,7 @@ impl<'p> Session<'p> {
                 expect_keywords: &meta.expect_keywords,
                 output,
                 cancel: cancel_rx,
+                pause: pause_rx,
                 progress: &*progress,
                 hold,
                 meter,
@@ -140,6 +142,9 @@ impl<'p> Session<'p> {
             cancel,
             spent: None,
             resumed_after_ms: None,
+            pause,
+            merge: false,
+            passed_over: Vec::new(),
         }
     }
 

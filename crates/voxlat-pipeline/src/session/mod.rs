@@ -7,7 +7,8 @@
 //! speech start ─→ provisional end ──→ endpoint ─→ turn: ASR → LLM → chunker → TTS → output
 //!                   │  (speculative ASR)  ↑
 //!                   └── retraction ───────┘  (speech resumed: the speculation is dropped)
-//! speech start or barge-in while a turn is in flight ─→ that turn is cancelled
+//! speech start or barge-in while a turn is in flight ─→ that turn is cancelled, or, soon
+//!   after its commit, paused until the new utterance's words decide ([`continuation`])
 //! ```
 //!
 //! With `speculative_reply`, the provisional end starts the whole turn, held: its audio waits
@@ -28,8 +29,8 @@ mod state;
 mod warm;
 mod waste;
 
-pub use continuation::RESUMED_WITHIN_MS;
-use continuation::{carried_words, AskAgain};
+use continuation::{carried_words, AskAgain, Paused};
+pub use continuation::{MIN_GOING_ON_MS, RESUMED_WITHIN_MS};
 
 pub use inputs::{SessionOptions, SourceClock, SourceEvent, TurnMeta};
 
@@ -124,6 +125,8 @@ pub struct Session<'p> {
     carried: Option<String>,
     /// When the carried words are asked again on their own, if no speech follows.
     ask_again: Option<AskAgain>,
+    /// The committed reply is paused: the user spoke soon after its commit.
+    paused: Option<Paused>,
     /// The endpointer heard speech start and has not ended it yet.
     speaking: bool,
     started: u32,
@@ -163,6 +166,7 @@ impl<'p> Session<'p> {
             last_commit: None,
             carried: None,
             ask_again: None,
+            paused: None,
             speaking: false,
             started: 0,
             ready: None,
@@ -245,7 +249,20 @@ impl<'p> Session<'p> {
                 .as_ref()
                 .filter(|_| self.turn.is_idle() && self.waiting.is_empty() && !self.speaking)
                 .map(|a| a.due);
+            let resume_at = self
+                .paused
+                .as_ref()
+                .filter(|p| p.deciding.is_none() && !self.speaking)
+                .map(|p| p.due);
+            let deciding = self.paused.as_ref().is_some_and(|p| p.deciding.is_some());
             tokio::select! {
+                r = async { (&mut self.paused.as_mut().and_then(|p| p.deciding.as_mut()).expect("guarded").asr).await }, if deciding => {
+                    self.decide(r);
+                }
+                _ = tokio::time::sleep_until(resume_at.unwrap_or_else(tokio::time::Instant::now)), if resume_at.is_some() => {
+                    // No utterance came: a noise, not the user going on.
+                    self.resume_paused();
+                }
                 _ = tokio::time::sleep_until(ask_at.unwrap_or_else(tokio::time::Instant::now)), if ask_at.is_some() => {
                     if let Some(a) = self.ask_again.take() {
                         self.waiting.push_back(a.endpointed());
@@ -264,14 +281,21 @@ impl<'p> Session<'p> {
                     let (mut rec, history) = r;
                     self.history = history;
                     let done = self.turn.take().map(|(t, _)| t);
-                    rec.resumed_after_ms = done.as_ref().and_then(|t| t.resumed_after_ms);
-                    let spent = done.and_then(|t| t.spent);
+                    self.turn_ended();
+                    let (merge, spent) = match done {
+                        Some(t) => {
+                            rec.resumed_after_ms = t.resumed_after_ms;
+                            rec.passed_over = t.passed_over;
+                            (t.merge, t.spent)
+                        }
+                        None => (false, None),
+                    };
                     self.last_activity = Instant::now();
                     if rec.speculative_reply.as_ref().is_some_and(|s| !s.committed) {
                         self.waste.miss(spent);
                         continue;
                     }
-                    self.carried = carried_words(&rec);
+                    self.carried = carried_words(&rec, merge);
                     self.ask_again = self.carried.as_ref().and_then(|_| AskAgain::after(&rec));
                     rec.history_warmup = self.warmed.take();
                     if let Some((system_prompt, before)) = self.asked_with.take() {
@@ -287,13 +311,17 @@ impl<'p> Session<'p> {
                 ev = self.events.recv(), if self.source == SourceState::Open => match ev {
                     None | Some(SourceEvent::Ended) => {
                         self.source = if ev.is_some() { SourceState::Ended } else { SourceState::Gone };
-                        // No endpoint can commit a held reply any more.
+                        // No endpoint can commit a held reply any more, nor bring words to
+                        // replace a paused one.
                         self.drop_uncommitted(clock::now());
+                        if self.paused.as_ref().is_some_and(|p| p.deciding.is_none()) {
+                            self.resume_paused();
+                        }
                     }
                     Some(SourceEvent::Failed(e)) => return Err(e.into()),
                     Some(SourceEvent::Truth(t)) => self.listening.truth = Some(t),
                     Some(SourceEvent::Judged(v)) => self.listening.cutoff = Some(v),
-                    Some(SourceEvent::BargeIn { onset }) => self.cancel_turn(onset),
+                    Some(SourceEvent::BargeIn { onset }) => self.barged_in(onset),
                     Some(SourceEvent::Vad { ev, received }) => self.on_vad(ev, received),
                 },
             }
@@ -407,7 +435,7 @@ impl<'p> Session<'p> {
                     return;
                 }
                 let asr = spec.unwrap_or_else(|| self.pipeline.transcribe(audio));
-                self.waiting.push_back(Endpointed {
+                self.endpointed(Endpointed {
                     commit,
                     asr,
                     superseded: None,

@@ -15,6 +15,13 @@ pub(super) struct InFlight<'p> {
     pub spent: Option<Spent>,
     /// The user spoke again this soon after this turn's commit, ms.
     pub resumed_after_ms: Option<f64>,
+    /// Holds the reply's audio while the user speaks (`Some(onset)`), or lets it play.
+    pub pause: watch::Sender<Option<Nanos>>,
+    /// Cancelled because the user's words went on from it: they carry into the next turn
+    /// even if some of its reply was heard.
+    pub merge: bool,
+    /// What the user said while its reply was paused, too short to go on from it.
+    pub passed_over: Vec<String>,
 }
 
 impl InFlight<'_> {
@@ -23,6 +30,14 @@ impl InFlight<'_> {
         if self.cancel.borrow().is_none() {
             let _ = self.cancel.send(Some(onset));
         }
+    }
+
+    pub fn pause(&self, onset: Nanos) {
+        let _ = self.pause.send(Some(onset));
+    }
+
+    pub fn resume(&self) {
+        let _ = self.pause.send(None);
     }
 }
 
@@ -122,6 +137,9 @@ mod tests {
             cancel,
             spent: None,
             resumed_after_ms: None,
+            pause: watch::channel(None).0,
+            merge: false,
+            passed_over: Vec::new(),
         };
         (t, rx)
     }

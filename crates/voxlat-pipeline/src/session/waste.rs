@@ -30,6 +30,12 @@ impl Waste {
         self.pending.extend(spent);
     }
 
+    /// Compute already measured, spent on work nobody uses (a transcription with no words
+    /// that a paused reply waited for).
+    pub(super) fn add_ms(&mut self, ms: f64) {
+        self.ms += ms.max(0.0);
+    }
+
     /// Nothing to report so far.
     pub(super) fn is_empty(&mut self) -> bool {
         self.collect();

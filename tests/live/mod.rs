@@ -1,0 +1,237 @@
+//! The live tests' sound card: a private PulseAudio daemon whose null sink's monitor is the
+//! default input (scripts/pulse-null-sink.sh), reached through ALSA's pulse plugin, so
+//! whatever is played comes back as microphone input; a recorder of that monitor on this
+//! process's clock; and `voxlat run` started on it. Needs pulseaudio, pulseaudio-utils
+//! (paplay), libasound2-plugins (scripts/lib.sh installs them) and the fetched models.
+// Each test binary uses a different subset of these helpers.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use voxlat_audio::capture::Capture;
+use voxlat_audio::device::{self, Direction};
+
+/// One daemon and one voxlat at a time: they share the process environment and 2 cores.
+pub static SERIAL: Mutex<()> = Mutex::new(());
+
+pub struct Pulse {
+    dir: tempfile::TempDir,
+    server: String,
+}
+
+impl Pulse {
+    pub fn start() -> Pulse {
+        let dir = tempfile::tempdir().unwrap();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/pulse-null-sink.sh");
+        let o = Command::new("bash")
+            .arg(&script)
+            .arg("start")
+            .arg(dir.path())
+            .output()
+            .expect("bash");
+        assert!(
+            o.status.success(),
+            "cannot start the PulseAudio test daemon: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let out = String::from_utf8_lossy(&o.stdout);
+        let server = out
+            .lines()
+            .find_map(|l| l.strip_prefix("PULSE_SERVER="))
+            .expect("PULSE_SERVER line")
+            .to_string();
+        // The ALSA pulse plugin in this process (the recorder) reads it from the environment.
+        std::env::set_var("PULSE_SERVER", &server);
+        Pulse { dir, server }
+    }
+
+    pub fn play(&self, wav: &Path) -> Child {
+        Command::new("paplay")
+            .arg(wav)
+            .env("PULSE_SERVER", &self.server)
+            .spawn()
+            .expect("paplay (pulseaudio-utils) must be installed")
+    }
+}
+
+impl Drop for Pulse {
+    fn drop(&mut self) {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/pulse-null-sink.sh");
+        let _ = Command::new("bash")
+            .arg(script)
+            .arg("stop")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+/// What the virtual speaker played, sample by sample (value, time on this process's clock),
+/// readable while recording.
+pub struct Recorder {
+    stop: Arc<AtomicBool>,
+    samples: Arc<Mutex<Vec<(f32, u64)>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Recorder {
+    pub fn start() -> Recorder {
+        voxlat_core::clock::init();
+        let host = device::host(None).unwrap();
+        let input = device::pick(&host, Direction::Input, None).unwrap();
+        let mut cap = Capture::open(&input, 16_000, Some(2400)).unwrap();
+        let t0 = Instant::now();
+        while !cap.health().started() && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            cap.health().started(),
+            "the monitor source delivered nothing"
+        );
+        let stop = Arc::new(AtomicBool::new(false));
+        let samples = Arc::new(Mutex::new(Vec::new()));
+        let (s, out) = (stop.clone(), samples.clone());
+        let thread = std::thread::spawn(move || {
+            while !s.load(Ordering::Acquire) {
+                match cap.next_frame(160) {
+                    Some(f) => {
+                        let n = f.samples.len() as u64;
+                        let mut out = out.lock().unwrap();
+                        for (i, v) in f.samples.into_iter().enumerate() {
+                            out.push((v, f.t_end.0.saturating_sub((n - 1 - i as u64) * 62_500)));
+                        }
+                    }
+                    None => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        Recorder {
+            stop,
+            samples,
+            thread: Some(thread),
+        }
+    }
+
+    /// Waits until something louder than `level` is recorded after `from` (this process's
+    /// clock); returns its time.
+    pub fn wait_for_sound(&self, from: u64, level: f32, timeout: Duration) -> Option<u64> {
+        let t0 = Instant::now();
+        while t0.elapsed() < timeout {
+            if let Some(s) = self
+                .samples
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|s| s.1 >= from && s.0.abs() > level)
+            {
+                return Some(s.1);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+
+    pub fn finish(mut self) -> Vec<(f32, u64)> {
+        self.stop.store(true, Ordering::Release);
+        self.thread.take().unwrap().join().unwrap();
+        std::mem::take(&mut *self.samples.lock().unwrap())
+    }
+}
+
+/// This process's CLOCK_MONOTONIC − process clock.
+pub fn my_offset() -> i128 {
+    voxlat_core::clock::init();
+    voxlat_audio::clockmap::monotonic_offset().0
+}
+
+/// Starts `voxlat run` and returns once it is listening.
+pub fn start_voxlat(
+    pulse: &Pulse,
+    out: &Path,
+    extra: &[&str],
+) -> (Child, std::thread::JoinHandle<String>) {
+    let mut child = crate::common::voxlat()
+        .args(["run", "--idle-timeout", "120", "--output-dir"])
+        .arg(out)
+        .arg("--save-replies")
+        .arg(out.join("replies"))
+        .args(extra)
+        .env("PULSE_SERVER", &pulse.server)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let log = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.starts_with("listening on") {
+                let _ = tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    if rx.recv_timeout(Duration::from_secs(600)).is_err() {
+        let _ = child.kill();
+        panic!(
+            "voxlat run never started listening: {}",
+            log.join().unwrap()
+        );
+    }
+    (child, log)
+}
+
+pub fn wait(mut child: Child, log: std::thread::JoinHandle<String>) -> (bool, String) {
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if t0.elapsed() > Duration::from_secs(600) {
+            let _ = child.kill();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stdout = String::new();
+    if let Some(mut o) = child.stdout.take() {
+        let _ = std::io::Read::read_to_string(&mut o, &mut stdout);
+    }
+    let all = format!("{stdout}{}", log.join().unwrap());
+    (status.is_some_and(|s| s.success()), all)
+}
+
+pub fn results(dir: &Path) -> serde_json::Value {
+    let json = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.extension().is_some_and(|e| e == "json")
+                && p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("live-")
+        })
+        .expect("live results file");
+    serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap()
+}
+
+pub fn scenario(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios/audio")
+        .join(name)
+}
+
+/// Index of the first sample louder than `level`.
+pub fn onset(x: &[f32], level: f32) -> Option<usize> {
+    x.iter().position(|v| v.abs() > level)
+}
+
+pub const ONSET_LEVEL: f32 = 0.05;

@@ -1,0 +1,234 @@
+//! Recoverable commits, live, on the private PulseAudio loopback (tests/live): the user makes
+//! a sound soon after the commit, while the reply plays. The reply goes silent, measured from
+//! the devices' own timestamps; words join the question, and a sound with no words lets the
+//! reply play on from where it stopped.
+
+mod common;
+mod live;
+
+use live::{
+    my_offset, results, scenario, start_voxlat, wait, Pulse, Recorder, ONSET_LEVEL, SERIAL,
+};
+use std::path::Path;
+use std::time::Duration;
+
+/// A long reply streamed slowly (still streaming and playing when the user speaks over it),
+/// then short ones.
+fn slow_then_short(_body: &serde_json::Value, i: usize) -> voxlat_testkit::Script {
+    let text = if i == 0 {
+        "The moon is about three hundred and eighty thousand kilometres away, which is roughly \
+         thirty times the width of the earth, and light from its surface takes a little more \
+         than one second to reach us, so when you look at it you see it as it was a moment ago."
+    } else {
+        "You are welcome."
+    };
+    voxlat_testkit::Script {
+        ttft: Duration::from_millis(50),
+        itl: Duration::from_millis(if i == 0 { 120 } else { 10 }),
+        tokens: text.split_inclusive(' ').map(String::from).collect(),
+        ..voxlat_testkit::Script::default()
+    }
+}
+
+/// `x`, louder (tanh keeps it within full scale), written to `dst`.
+fn loud(x: &[f32], rate: u32, gain: f32, dst: &Path) {
+    let y: Vec<f32> = x.iter().map(|v| (v * gain).tanh()).collect();
+    voxlat_audio::wav::write(dst, &y, rate).unwrap();
+}
+
+/// The pause a turn's reply had: (onset, silent, resumed) in voxlat's process clock.
+fn one_pause(t: &serde_json::Value) -> (u64, u64, Option<u64>) {
+    let pauses = t["reply_pauses"].as_array().expect("reply_pauses");
+    assert_eq!(pauses.len(), 1, "{t}");
+    let p = &pauses[0];
+    (
+        p["onset"].as_u64().unwrap(),
+        p["silent"].as_u64().unwrap(),
+        p["resumed"].as_u64(),
+    )
+}
+
+/// The reply is asked about the moon; 200 ms after it is heard the user says "thank you"
+/// over it. The reply goes silent while the user is still speaking (the speaker's flush stamp
+/// against the microphone's capture time; the figure is printed, as a bound tighter than the
+/// clip would make the test as noisy as the machine), it is dropped, and the LLM is asked
+/// once more with one user message holding both parts.
+#[test]
+fn words_soon_after_the_commit_silence_the_reply_and_join_the_question() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let llm = voxlat_testkit::Builder::per_request(slow_then_short).start_on_own_runtime(1);
+    let pulse = Pulse::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let (child, log) = start_voxlat(
+        &pulse,
+        &out,
+        &[
+            "--max-turns",
+            "1",
+            "--llm-url",
+            &llm.base_url(),
+            "--first-chunk-max",
+            "40",
+        ],
+    );
+    let rec = Recorder::start();
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = pulse.play(&scenario("synthetic-moon.wav")).wait();
+    let question_end = voxlat_core::clock::now().0;
+    rec.wait_for_sound(
+        question_end + 300_000_000,
+        ONSET_LEVEL,
+        Duration::from_secs(120),
+    )
+    .expect("the reply never played");
+    std::thread::sleep(Duration::from_millis(200));
+    let thanks = voxlat_audio::wav::read(&scenario("real-auth-thankyou.wav")).unwrap();
+    let clip = dir.path().join("thank-you-loud.wav");
+    loud(&thanks.audio.samples, thanks.audio.rate, 4.0, &clip);
+    let _ = pulse.play(&clip).wait();
+    let (ok, all) = wait(child, log);
+    drop(rec.finish());
+    assert!(ok, "voxlat run failed:\n{all}");
+
+    let r = results(&out);
+    let turns = r["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 2, "{all}");
+    let t = &turns[0];
+    assert_eq!(t["outcome"], "interrupted", "{t}");
+    let (onset, silent, resumed) = one_pause(t);
+    assert_eq!(resumed, None, "the reply never played on");
+    let ms = (silent as f64 - onset as f64) / 1e6;
+    eprintln!("speech onset → reply silent: {ms:.1} ms");
+    let clip_ms = thanks.audio.samples.len() as f64 * 1e3 / f64::from(thanks.audio.rate);
+    assert!(ms > 0.0 && ms < clip_ms, "silent {ms} ms after the onset");
+    assert_eq!(t["interrupted"]["during"], "playout", "{t}");
+    assert_eq!(t["interrupted"]["playback_stopped"].as_u64(), Some(silent));
+
+    let t2 = &turns[1];
+    assert_eq!(t2["outcome"], "ok", "{t2}");
+    let merged = t2["merged_words"]
+        .as_str()
+        .unwrap_or_default()
+        .to_lowercase();
+    assert!(merged.contains("moon"), "{t2}");
+    assert!(
+        t2["transcript"]
+            .as_str()
+            .unwrap()
+            .to_lowercase()
+            .contains("thank"),
+        "{t2}"
+    );
+    let served = llm.requests();
+    assert_eq!(served.len(), 2);
+    let messages = served[1].body["messages"].as_array().unwrap();
+    let users: Vec<String> = messages
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap().to_lowercase())
+        .collect();
+    let last = users.last().unwrap();
+    assert!(last.contains("moon") && last.contains("thank"), "{users:?}");
+    assert_eq!(
+        users.iter().filter(|u| u.contains("moon")).count(),
+        1,
+        "one user message, never two: {users:?}"
+    );
+}
+
+/// 300 ms of loud noise 200 ms after the reply is heard, and nothing said: the reply goes
+/// silent, then plays on from where it stopped. One turn, one LLM request.
+#[test]
+fn a_noise_soon_after_the_commit_pauses_the_reply_and_it_plays_on() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let llm = voxlat_testkit::Builder::per_request(slow_then_short).start_on_own_runtime(1);
+    let pulse = Pulse::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let (child, log) = start_voxlat(
+        &pulse,
+        &out,
+        &[
+            "--max-turns",
+            "1",
+            "--llm-url",
+            &llm.base_url(),
+            "--first-chunk-max",
+            "40",
+        ],
+    );
+    let rec = Recorder::start();
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = pulse.play(&scenario("synthetic-moon.wav")).wait();
+    let question_end = voxlat_core::clock::now().0;
+    rec.wait_for_sound(
+        question_end + 300_000_000,
+        ONSET_LEVEL,
+        Duration::from_secs(120),
+    )
+    .expect("the reply never played");
+    std::thread::sleep(Duration::from_millis(200));
+    // A fixed pseudo-random burst: white noise, not speech.
+    let mut state = 0x9e37_79b9_u32;
+    let noise: Vec<f32> = (0..16_000 * 3 / 10)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            (state as f32 / u32::MAX as f32) * 2.0 - 1.0
+        })
+        .collect();
+    let clip = dir.path().join("noise.wav");
+    loud(&noise, 16_000, 1.0, &clip);
+    let _ = pulse.play(&clip).wait();
+    let noise_end = voxlat_core::clock::now().0;
+    let (ok, all) = wait(child, log);
+    let recorded = rec.finish();
+    assert!(ok, "voxlat run failed:\n{all}");
+
+    let r = results(&out);
+    let turns = r["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 1, "{all}");
+    let t = &turns[0];
+    assert_eq!(t["outcome"], "ok", "{t}");
+    let (onset, silent, resumed) = one_pause(t);
+    let resumed = resumed.expect("the reply played on");
+    let ms = (silent as f64 - onset as f64) / 1e6;
+    eprintln!(
+        "noise onset → reply silent: {ms:.1} ms; played on {:.0} ms later",
+        (resumed - silent) as f64 / 1e6
+    );
+    assert!(
+        ms > 0.0 && ms < 300.0,
+        "silent {ms} ms after the onset of 300 ms of noise"
+    );
+    assert_eq!(llm.requests().len(), 1, "asked once");
+
+    // On this process's clock: quiet from the noise's end until the reply played on, and
+    // the reply's sound again after.
+    let offset: i128 = r["stages"]["clock"]["monotonic_minus_process_ns"]
+        .as_i64()
+        .unwrap()
+        .into();
+    let mine = |ns: u64| (i128::from(ns) + offset - my_offset()) as u64;
+    let peak = |from: u64, to: u64| {
+        recorded
+            .iter()
+            .filter(|s| s.1 > from && s.1 < to)
+            .fold(0f32, |m, s| m.max(s.0.abs()))
+    };
+    let back = mine(resumed);
+    assert!(
+        back > noise_end + 300_000_000,
+        "played on too soon to check"
+    );
+    assert!(
+        peak(noise_end + 100_000_000, back - 50_000_000) < 0.01,
+        "the reply kept playing while paused"
+    );
+    assert!(
+        peak(back + 50_000_000, back + 1_000_000_000) > ONSET_LEVEL,
+        "the reply never played on"
+    );
+}
