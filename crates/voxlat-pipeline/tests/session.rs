@@ -1150,6 +1150,34 @@ fn a_noise_soon_after_the_commit_pauses_the_reply_and_it_plays_on_two_seconds_la
     assert!(waited >= 1_999.0, "played on after {waited} ms");
 }
 
+/// The gate's first sign of the user 300 ms after the commit pauses the reply; when it dies
+/// away with no barge-in and no speech start, the reply plays on at once, not after the 2 s
+/// that a pause with no utterance waits.
+#[test]
+fn a_first_sign_of_the_user_that_dies_away_pauses_the_reply_only_while_it_lasts() {
+    let f = long_reply(&["Set a timer"]);
+    let requests = f.llm.requests.clone();
+    let recs = live_turns(&f, |tx| async move {
+        tx.send(endpoint(false)).await.unwrap();
+        tokio::time::sleep(300 * MS).await;
+        let onset = Some(clock::now());
+        tx.send(SourceEvent::Overheard { onset }).await.unwrap();
+        tokio::time::sleep(100 * MS).await;
+        tx.send(SourceEvent::Overheard { onset: None })
+            .await
+            .unwrap();
+        tokio::time::sleep(4_000 * MS).await;
+    });
+    assert_eq!(recs.len(), 1, "{recs:#?}");
+    assert_eq!(recs[0].outcome, TurnOutcome::Ok, "{:?}", recs[0].error);
+    assert_eq!(last_user_messages(&requests), ["Set a timer"]);
+    let [pause] = recs[0].reply_pauses[..] else {
+        panic!("one pause: {:?}", recs[0].reply_pauses);
+    };
+    let held = clock::ns_to_ms(pause.resumed.expect("played on").signed_since(pause.onset));
+    assert!((100.0..1_000.0).contains(&held), "held {held} ms");
+}
+
 /// A noise more than 2 s after the commit cuts the turn short before its reply is heard (the
 /// barge-in gate fires), and no utterance follows it: the words are not left waiting for the
 /// next thing the user says. Two seconds after the cut they are answered on their own, once,

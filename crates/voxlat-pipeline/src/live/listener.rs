@@ -16,6 +16,10 @@ use voxlat_vad::{Endpointer, EndpointerConfig, WebRtcDetector};
 /// Frames (20 ms) looked at for barge-in, and how many of them must exceed the echo.
 pub const BARGE_IN_WINDOW: usize = 10;
 pub const BARGE_IN_HITS: usize = 4;
+/// Of the same window, the frames that are a first sign of the user: enough to pause a reply
+/// soon after its commit (a pause plays on again if nothing follows), 40 ms sooner than a
+/// barge-in.
+pub const OVERHEARD_HITS: usize = 2;
 const FRAME: usize = 320;
 
 #[derive(Clone, serde::Serialize, serde::Deserialize)]
@@ -86,6 +90,7 @@ pub fn spawn_listener(
             let mut recent: VecDeque<voxlat_audio::capture::Frame> = VecDeque::new();
             let mut hits: VecDeque<Option<Nanos>> = VecDeque::new();
             let mut barged = false;
+            let mut overheard = false;
             let feed =
                 |ep: &mut Endpointer<WebRtcDetector>, f: &voxlat_audio::capture::Frame| match ep
                     .push(&f.samples, f.t_end)
@@ -113,9 +118,14 @@ pub fn spawn_listener(
                 if !echo.active(f.t_end) {
                     barged = false;
                     hits.clear();
-                    recent.clear();
-                    if !feed(&mut ep, &f) {
-                        break;
+                    // The reply fell silent for a first sign of the user (a pause): what the
+                    // gate held back since may be the start of their words.
+                    let held: Vec<_> = recent.drain(..).filter(|_| overheard).collect();
+                    overheard = false;
+                    for f in held.iter().chain(std::iter::once(&f)) {
+                        if !feed(&mut ep, f) {
+                            return (capture.dropped(), capture.health().xruns());
+                        }
                     }
                     continue;
                 }
@@ -138,9 +148,23 @@ pub fn spawn_listener(
                 if recent.len() > pre_roll {
                     recent.pop_front();
                 }
-                if hits.iter().flatten().count() >= BARGE_IN_HITS {
-                    let onset = hits.iter().flatten().next().copied().unwrap_or(start);
+                let heard = hits.iter().flatten().count();
+                let first = hits.iter().flatten().next().copied().unwrap_or(start);
+                if (OVERHEARD_HITS..BARGE_IN_HITS).contains(&heard) && !overheard {
+                    overheard = true;
+                    if !send(SourceEvent::Overheard { onset: Some(first) }) {
+                        break;
+                    }
+                } else if heard == 0 && overheard {
+                    overheard = false;
+                    if !send(SourceEvent::Overheard { onset: None }) {
+                        break;
+                    }
+                }
+                if heard >= BARGE_IN_HITS {
+                    let onset = first;
                     barged = true;
+                    overheard = false;
                     hits.clear();
                     if !send(SourceEvent::BargeIn { onset }) {
                         break;

@@ -33,6 +33,8 @@ pub(super) fn carried_words(rec: &TurnRecord, merge: bool) -> Option<String> {
 /// A committed reply paused because the user spoke soon after its commit.
 pub(super) struct Paused {
     onset: Nanos,
+    /// Only the gate's first sign paused it: no speech start or barge-in since.
+    overheard_only: bool,
     /// When it plays on if no utterance has come by then.
     pub(super) due: tokio::time::Instant,
     /// The utterance that decides, endpointed and being transcribed.
@@ -97,6 +99,32 @@ impl Session<'_> {
         }
     }
 
+    /// The gate's first sign of the user over the reply (`Some`), or its end without a
+    /// barge-in (`None`): it pauses a reply soon after its commit, and a pause nothing else
+    /// has backed plays on as soon as the sign is gone.
+    pub(super) fn overheard(&mut self, onset: Option<Nanos>) {
+        match onset {
+            Some(at) if self.paused.is_none() => {
+                let soon = self.since_commit(at).is_some();
+                if self.pause_reply(at, soon) {
+                    if let Some(p) = self.paused.as_mut() {
+                        p.overheard_only = true;
+                    }
+                }
+            }
+            Some(_) => {}
+            None => {
+                let unbacked = self
+                    .paused
+                    .as_ref()
+                    .is_some_and(|p| p.overheard_only && p.deciding.is_none());
+                if unbacked && !self.speaking {
+                    self.resume_paused();
+                }
+            }
+        }
+    }
+
     /// Ms since the last commit, if within [`RESUMED_WITHIN_MS`].
     fn since_commit(&self, at: Nanos) -> Option<f64> {
         self.last_commit
@@ -109,6 +137,7 @@ impl Session<'_> {
     fn pause_reply(&mut self, onset: Nanos, soon: bool) -> bool {
         if let Some(p) = self.paused.as_mut() {
             // More speech: what was said since the pause is not the end either.
+            p.overheard_only = false;
             p.due = resume_due();
             let said = p.deciding.iter_mut().chain(self.waiting.iter_mut());
             for e in said {
@@ -129,6 +158,7 @@ impl Session<'_> {
         t.pause(onset);
         self.paused = Some(Paused {
             onset,
+            overheard_only: false,
             due: resume_due(),
             deciding: None,
         });

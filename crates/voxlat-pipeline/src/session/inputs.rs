@@ -19,6 +19,10 @@ pub enum SourceEvent {
     Judged(voxlat_core::cutoff::Verdict),
     /// The user spoke over a reply, from `onset`.
     BargeIn { onset: Nanos },
+    /// The first sign of the user over a reply (less evidence than a barge-in), from
+    /// `onset`; `None` once that sign has died away without becoming one. Enough to pause a
+    /// reply soon after its commit, which is undone if no words follow, never to cancel one.
+    Overheard { onset: Option<Nanos> },
     /// The source has no more audio.
     Ended,
     /// The source failed.

@@ -322,6 +322,7 @@ impl<'p> Session<'p> {
                     Some(SourceEvent::Truth(t)) => self.listening.truth = Some(t),
                     Some(SourceEvent::Judged(v)) => self.listening.cutoff = Some(v),
                     Some(SourceEvent::BargeIn { onset }) => self.barged_in(onset),
+                    Some(SourceEvent::Overheard { onset }) => self.overheard(onset),
                     Some(SourceEvent::Vad { ev, received }) => self.on_vad(ev, received),
                 },
             }
