@@ -7,34 +7,10 @@ mod common;
 mod live;
 
 use live::{
-    my_offset, results, scenario, start_voxlat, wait, Pulse, Recorder, ONSET_LEVEL, SERIAL,
+    ask_about_the_moon, loud, my_offset, results, scenario, slow_then_short, wait, ONSET_LEVEL,
+    SERIAL,
 };
-use std::path::Path;
 use std::time::Duration;
-
-/// A long reply streamed slowly (still streaming and playing when the user speaks over it),
-/// then short ones.
-fn slow_then_short(_body: &serde_json::Value, i: usize) -> voxlat_testkit::Script {
-    let text = if i == 0 {
-        "The moon is about three hundred and eighty thousand kilometres away, which is roughly \
-         thirty times the width of the earth, and light from its surface takes a little more \
-         than one second to reach us, so when you look at it you see it as it was a moment ago."
-    } else {
-        "You are welcome."
-    };
-    voxlat_testkit::Script {
-        ttft: Duration::from_millis(50),
-        itl: Duration::from_millis(if i == 0 { 120 } else { 10 }),
-        tokens: text.split_inclusive(' ').map(String::from).collect(),
-        ..voxlat_testkit::Script::default()
-    }
-}
-
-/// `x`, louder (tanh keeps it within full scale), written to `dst`.
-fn loud(x: &[f32], rate: u32, gain: f32, dst: &Path) {
-    let y: Vec<f32> = x.iter().map(|v| (v * gain).tanh()).collect();
-    voxlat_audio::wav::write(dst, &y, rate).unwrap();
-}
 
 /// The pause a turn's reply had: (onset, silent, resumed) in voxlat's process clock.
 fn one_pause(t: &serde_json::Value) -> (u64, u64, Option<u64>) {
@@ -57,41 +33,17 @@ fn one_pause(t: &serde_json::Value) -> (u64, u64, Option<u64>) {
 fn words_soon_after_the_commit_silence_the_reply_and_join_the_question() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let llm = voxlat_testkit::Builder::per_request(slow_then_short).start_on_own_runtime(1);
-    let pulse = Pulse::start();
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("results");
-    let (child, log) = start_voxlat(
-        &pulse,
-        &out,
-        &[
-            "--max-turns",
-            "1",
-            "--llm-url",
-            &llm.base_url(),
-            "--first-chunk-max",
-            "40",
-        ],
-    );
-    let rec = Recorder::start();
-    std::thread::sleep(Duration::from_millis(500));
-    let _ = pulse.play(&scenario("synthetic-moon.wav")).wait();
-    let question_end = voxlat_core::clock::now().0;
-    rec.wait_for_sound(
-        question_end + 300_000_000,
-        ONSET_LEVEL,
-        Duration::from_secs(120),
-    )
-    .expect("the reply never played");
+    let a = ask_about_the_moon(&llm.base_url());
     std::thread::sleep(Duration::from_millis(200));
     let thanks = voxlat_audio::wav::read(&scenario("real-auth-thankyou.wav")).unwrap();
-    let clip = dir.path().join("thank-you-loud.wav");
+    let clip = a.dir.path().join("thank-you-loud.wav");
     loud(&thanks.audio.samples, thanks.audio.rate, 4.0, &clip);
-    let _ = pulse.play(&clip).wait();
-    let (ok, all) = wait(child, log);
-    drop(rec.finish());
+    let _ = a.pulse.play(&clip).wait();
+    let (ok, all) = wait(a.child, a.log);
+    drop(a.rec.finish());
     assert!(ok, "voxlat run failed:\n{all}");
 
-    let r = results(&out);
+    let r = results(&a.out);
     let turns = r["turns"].as_array().unwrap();
     assert_eq!(turns.len(), 2, "{all}");
     let t = &turns[0];
@@ -143,31 +95,7 @@ fn words_soon_after_the_commit_silence_the_reply_and_join_the_question() {
 fn a_noise_soon_after_the_commit_pauses_the_reply_and_it_plays_on() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let llm = voxlat_testkit::Builder::per_request(slow_then_short).start_on_own_runtime(1);
-    let pulse = Pulse::start();
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("results");
-    let (child, log) = start_voxlat(
-        &pulse,
-        &out,
-        &[
-            "--max-turns",
-            "1",
-            "--llm-url",
-            &llm.base_url(),
-            "--first-chunk-max",
-            "40",
-        ],
-    );
-    let rec = Recorder::start();
-    std::thread::sleep(Duration::from_millis(500));
-    let _ = pulse.play(&scenario("synthetic-moon.wav")).wait();
-    let question_end = voxlat_core::clock::now().0;
-    rec.wait_for_sound(
-        question_end + 300_000_000,
-        ONSET_LEVEL,
-        Duration::from_secs(120),
-    )
-    .expect("the reply never played");
+    let a = ask_about_the_moon(&llm.base_url());
     std::thread::sleep(Duration::from_millis(200));
     // A fixed pseudo-random burst: white noise, not speech.
     let mut state = 0x9e37_79b9_u32;
@@ -179,15 +107,15 @@ fn a_noise_soon_after_the_commit_pauses_the_reply_and_it_plays_on() {
             (state as f32 / u32::MAX as f32) * 2.0 - 1.0
         })
         .collect();
-    let clip = dir.path().join("noise.wav");
+    let clip = a.dir.path().join("noise.wav");
     loud(&noise, 16_000, 1.0, &clip);
-    let _ = pulse.play(&clip).wait();
+    let _ = a.pulse.play(&clip).wait();
     let noise_end = voxlat_core::clock::now().0;
-    let (ok, all) = wait(child, log);
-    let recorded = rec.finish();
+    let (ok, all) = wait(a.child, a.log);
+    let recorded = a.rec.finish();
     assert!(ok, "voxlat run failed:\n{all}");
 
-    let r = results(&out);
+    let r = results(&a.out);
     let turns = r["turns"].as_array().unwrap();
     assert_eq!(turns.len(), 1, "{all}");
     let t = &turns[0];

@@ -19,9 +19,9 @@ mod common;
 mod live;
 
 use live::{
-    my_offset, onset, results, scenario, start_voxlat, wait, Pulse, Recorder, ONSET_LEVEL, SERIAL,
+    ask_about_the_moon, loud, my_offset, onset, results, scenario, slow_then_short, start_voxlat,
+    wait, Pulse, Recorder, ONSET_LEVEL, SERIAL,
 };
-use std::path::Path;
 use std::time::Duration;
 
 #[test]
@@ -173,86 +173,28 @@ fn a_spoken_question_is_answered_through_the_speaker_on_time() {
     );
 }
 
-/// A long reply streamed slowly, so it is still streaming and playing when the user speaks
-/// over it; then a short one for the turn the interruption starts.
-fn slow_then_short(_body: &serde_json::Value, i: usize) -> voxlat_testkit::Script {
-    let text = if i == 0 {
-        "The moon is about three hundred and eighty thousand kilometres away, which is roughly \
-         thirty times the width of the earth, and light from its surface takes a little more \
-         than one second to reach us, so when you look at it you see it as it was a moment \
-         ago, and astronauts needed about three days to travel there in the nineteen sixties."
-    } else {
-        "You are welcome."
-    };
-    let mut tokens: Vec<String> = text.split_inclusive(' ').map(String::from).collect();
-    if i == 0 {
-        // Twice over: long enough that barge-in always comes before the stream ends.
-        tokens.extend(tokens.clone());
-    }
-    voxlat_testkit::Script {
-        ttft: Duration::from_millis(50),
-        itl: Duration::from_millis(if i == 0 { 120 } else { 10 }),
-        tokens,
-        ..voxlat_testkit::Script::default()
-    }
-}
-
-/// A scenario clip made louder than the reply, as a user close to the microphone is
-/// (tanh keeps it within full scale).
-fn loud_copy(src: &Path, dst: &Path, gain: f32) {
-    let d = voxlat_audio::wav::read(src).unwrap();
-    let x: Vec<f32> = d.audio.samples.iter().map(|v| (v * gain).tanh()).collect();
-    voxlat_audio::wav::write(dst, &x, d.audio.rate).unwrap();
-}
-
 #[test]
 fn speaking_over_the_reply_stops_playback_and_aborts_the_llm_request() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let llm = voxlat_testkit::Builder::per_request(slow_then_short).start_on_own_runtime(1);
-    let pulse = Pulse::start();
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("results");
     // The speaker must still be playing when the user speaks over it. This reply's first
     // sentence is 300+ characters long at 8 tokens/s, so after the first chunk nothing more
-    // is ready for seconds; a 40-character first chunk (about 2.3 s of audio) covers the
-    // barge-in, the default 20 characters (about 1 s) may not.
-    let (child, log) = start_voxlat(
-        &pulse,
-        &out,
-        &[
-            // The interrupted turn is not counted: this stops after the one it starts.
-            "--max-turns",
-            "1",
-            "--llm-url",
-            &llm.base_url(),
-            "--first-chunk-max",
-            "40",
-        ],
-    );
-    let rec = Recorder::start();
-    std::thread::sleep(Duration::from_millis(500));
-    let asked = voxlat_core::clock::now().0;
-    let _ = pulse.play(&scenario("synthetic-moon.wav")).wait();
-    let question_end = voxlat_core::clock::now().0;
-    // The reply starts: the first sound after the question.
-    let reply_heard = rec
-        .wait_for_sound(
-            question_end + 300_000_000,
-            ONSET_LEVEL,
-            Duration::from_secs(120),
-        )
-        .expect("the reply never played");
+    // is ready for seconds; the 40-character first chunk (about 2.3 s of audio) covers the
+    // barge-in, the default 20 characters (about 1 s) may not. The interrupted turn is not
+    // counted by --max-turns: this stops after the one it starts.
+    let asked = ask_about_the_moon(&llm.base_url());
+    let reply_heard = asked.reply_heard;
     std::thread::sleep(Duration::from_millis(700));
-    let clip = dir.path().join("thank-you-loud.wav");
-    loud_copy(&scenario("real-auth-thankyou.wav"), &clip, 4.0);
-    let _ = pulse.play(&clip).wait();
+    let clip = asked.dir.path().join("thank-you-loud.wav");
+    let thanks = voxlat_audio::wav::read(&scenario("real-auth-thankyou.wav")).unwrap();
+    loud(&thanks.audio.samples, thanks.audio.rate, 4.0, &clip);
+    let _ = asked.pulse.play(&clip).wait();
     let clip_end = voxlat_core::clock::now().0;
-    let (ok, all) = wait(child, log);
-    let recorded = rec.finish();
+    let (ok, all) = wait(asked.child, asked.log);
+    let recorded = asked.rec.finish();
     assert!(ok, "voxlat run failed:\n{all}");
-    let _ = asked;
 
-    let r = results(&out);
+    let r = results(&asked.out);
     let turns = r["turns"].as_array().unwrap();
     assert_eq!(turns.len(), 2, "{all}");
     let t = &turns[0];

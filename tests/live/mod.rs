@@ -235,3 +235,86 @@ pub fn onset(x: &[f32], level: f32) -> Option<usize> {
 }
 
 pub const ONSET_LEVEL: f32 = 0.05;
+
+/// `voxlat run` on its own loopback, answered by the scripted LLM at `llm_url`, asked the
+/// bundled moon question: what a test needs once the reply is first heard.
+pub struct Asked {
+    pub pulse: Pulse,
+    pub dir: tempfile::TempDir,
+    /// The run's `--output-dir`.
+    pub out: PathBuf,
+    pub child: Child,
+    pub log: std::thread::JoinHandle<String>,
+    pub rec: Recorder,
+    /// When the reply was first heard (this process's clock).
+    pub reply_heard: u64,
+}
+
+/// Starts `voxlat run --max-turns 1` with a 40-character first chunk (a long first sentence
+/// keeps the speaker busy for about 2.3 s, long enough for the user to speak over it), asks it
+/// the moon question and waits until the reply is heard.
+pub fn ask_about_the_moon(llm_url: &str) -> Asked {
+    let pulse = Pulse::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let args = [
+        "--max-turns",
+        "1",
+        "--llm-url",
+        llm_url,
+        "--first-chunk-max",
+        "40",
+    ];
+    let (child, log) = start_voxlat(&pulse, &out, &args);
+    let rec = Recorder::start();
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = pulse.play(&scenario("synthetic-moon.wav")).wait();
+    let question_end = voxlat_core::clock::now().0;
+    let reply_heard = rec
+        .wait_for_sound(
+            question_end + 300_000_000,
+            ONSET_LEVEL,
+            Duration::from_secs(120),
+        )
+        .expect("the reply never played");
+    Asked {
+        pulse,
+        dir,
+        out,
+        child,
+        log,
+        rec,
+        reply_heard,
+    }
+}
+
+/// A long reply streamed slowly, so it is still streaming and playing when the user speaks
+/// over it; then a short one for every later request.
+pub fn slow_then_short(_body: &serde_json::Value, i: usize) -> voxlat_testkit::Script {
+    let text = if i == 0 {
+        "The moon is about three hundred and eighty thousand kilometres away, which is roughly \
+         thirty times the width of the earth, and light from its surface takes a little more \
+         than one second to reach us, so when you look at it you see it as it was a moment \
+         ago, and astronauts needed about three days to travel there in the nineteen sixties."
+    } else {
+        "You are welcome."
+    };
+    let mut tokens: Vec<String> = text.split_inclusive(' ').map(String::from).collect();
+    if i == 0 {
+        // Twice over: long enough that the user always speaks before the stream ends.
+        tokens.extend(tokens.clone());
+    }
+    voxlat_testkit::Script {
+        ttft: Duration::from_millis(50),
+        itl: Duration::from_millis(if i == 0 { 120 } else { 10 }),
+        tokens,
+        ..voxlat_testkit::Script::default()
+    }
+}
+
+/// `x` made louder, as a user close to the microphone is (tanh keeps it within full scale),
+/// written to `dst`.
+pub fn loud(x: &[f32], rate: u32, gain: f32, dst: &Path) {
+    let y: Vec<f32> = x.iter().map(|v| (v * gain).tanh()).collect();
+    voxlat_audio::wav::write(dst, &y, rate).unwrap();
+}
