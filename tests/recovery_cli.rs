@@ -6,10 +6,7 @@
 mod common;
 mod live;
 
-use live::{
-    ask_about_the_moon, loud, my_offset, results, scenario, slow_then_short, wait, ONSET_LEVEL,
-    SERIAL,
-};
+use live::{ask_about_the_moon, my_offset, scenario, slow_then_short, ONSET_LEVEL, SERIAL};
 use std::time::Duration;
 
 /// The pause a turn's reply had: (onset, silent, resumed) in voxlat's process clock.
@@ -36,14 +33,8 @@ fn words_soon_after_the_commit_silence_the_reply_and_join_the_question() {
     let a = ask_about_the_moon(&llm.base_url());
     std::thread::sleep(Duration::from_millis(200));
     let thanks = voxlat_audio::wav::read(&scenario("real-auth-thankyou.wav")).unwrap();
-    let clip = a.dir.path().join("thank-you-loud.wav");
-    loud(&thanks.audio.samples, thanks.audio.rate, 4.0, &clip);
-    let _ = a.pulse.play(&clip).wait();
-    let (ok, all) = wait(a.child, a.log);
-    drop(a.rec.finish());
-    assert!(ok, "voxlat run failed:\n{all}");
-
-    let r = results(&a.out);
+    a.say(&thanks.audio.samples, thanks.audio.rate, 4.0);
+    let (r, all, _) = a.finish();
     let turns = r["turns"].as_array().unwrap();
     assert_eq!(turns.len(), 2, "{all}");
     let t = &turns[0];
@@ -107,15 +98,8 @@ fn a_noise_soon_after_the_commit_pauses_the_reply_and_it_plays_on() {
             (state as f32 / u32::MAX as f32) * 2.0 - 1.0
         })
         .collect();
-    let clip = a.dir.path().join("noise.wav");
-    loud(&noise, 16_000, 1.0, &clip);
-    let _ = a.pulse.play(&clip).wait();
-    let noise_end = voxlat_core::clock::now().0;
-    let (ok, all) = wait(a.child, a.log);
-    let recorded = a.rec.finish();
-    assert!(ok, "voxlat run failed:\n{all}");
-
-    let r = results(&a.out);
+    let noise_end = a.say(&noise, 16_000, 1.0);
+    let (r, all, recorded) = a.finish();
     let turns = r["turns"].as_array().unwrap();
     assert_eq!(turns.len(), 1, "{all}");
     let t = &turns[0];

@@ -19,8 +19,8 @@ mod common;
 mod live;
 
 use live::{
-    ask_about_the_moon, loud, my_offset, onset, results, scenario, slow_then_short, start_voxlat,
-    wait, Pulse, Recorder, ONSET_LEVEL, SERIAL,
+    ask_about_the_moon, my_offset, onset, results, scenario, slow_then_short, start_voxlat, wait,
+    Pulse, Recorder, ONSET_LEVEL, SERIAL,
 };
 use std::time::Duration;
 
@@ -185,16 +185,9 @@ fn speaking_over_the_reply_stops_playback_and_aborts_the_llm_request() {
     let asked = ask_about_the_moon(&llm.base_url());
     let reply_heard = asked.reply_heard;
     std::thread::sleep(Duration::from_millis(700));
-    let clip = asked.dir.path().join("thank-you-loud.wav");
     let thanks = voxlat_audio::wav::read(&scenario("real-auth-thankyou.wav")).unwrap();
-    loud(&thanks.audio.samples, thanks.audio.rate, 4.0, &clip);
-    let _ = asked.pulse.play(&clip).wait();
-    let clip_end = voxlat_core::clock::now().0;
-    let (ok, all) = wait(asked.child, asked.log);
-    let recorded = asked.rec.finish();
-    assert!(ok, "voxlat run failed:\n{all}");
-
-    let r = results(&asked.out);
+    let clip_end = asked.say(&thanks.audio.samples, thanks.audio.rate, 4.0);
+    let (r, all, recorded) = asked.finish();
     let turns = r["turns"].as_array().unwrap();
     assert_eq!(turns.len(), 2, "{all}");
     let t = &turns[0];

@@ -318,3 +318,22 @@ pub fn loud(x: &[f32], rate: u32, gain: f32, dst: &Path) {
     let y: Vec<f32> = x.iter().map(|v| (v * gain).tanh()).collect();
     voxlat_audio::wav::write(dst, &y, rate).unwrap();
 }
+
+impl Asked {
+    /// Plays `x` (at `rate`, `gain` times louder) into the microphone, as the user; returns
+    /// when it has played (this process's clock).
+    pub fn say(&self, x: &[f32], rate: u32, gain: f32) -> u64 {
+        let clip = self.dir.path().join("user.wav");
+        loud(x, rate, gain, &clip);
+        let _ = self.pulse.play(&clip).wait();
+        voxlat_core::clock::now().0
+    }
+
+    /// Waits for the run to end (it must succeed): its results, its output, and the recording.
+    pub fn finish(self) -> (serde_json::Value, String, Vec<(f32, u64)>) {
+        let (ok, all) = wait(self.child, self.log);
+        let recorded = self.rec.finish();
+        assert!(ok, "voxlat run failed:\n{all}");
+        (results(&self.out), all, recorded)
+    }
+}
