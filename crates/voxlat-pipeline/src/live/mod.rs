@@ -17,6 +17,7 @@
 mod echo;
 mod listener;
 mod speaker;
+mod speaker_thread;
 
 pub use echo::{rms, EchoRef};
 pub use listener::{spawn_listener, ListenerConfig, BARGE_IN_HITS, BARGE_IN_WINDOW};
