@@ -215,7 +215,6 @@ impl Session<'_> {
         if let (Adds::Nothing(Some(text)), Some(t)) = (adds, self.turn.committed()) {
             t.passed_over.push(text);
         }
-        self.paused = Some(p);
         self.resume_paused();
     }
 
@@ -249,7 +248,7 @@ impl AskAgain {
     /// For the turn `rec` that left words to carry.
     pub(super) fn after(rec: &TurnRecord) -> Option<AskAgain> {
         Some(AskAgain {
-            due: tokio::time::Instant::now() + Duration::from_millis(RESUMED_WITHIN_MS as u64),
+            due: resume_due(),
             speech_start: *rec.events.get(&EventKind::SpeechStart)?,
             speech_end: *rec.events.get(&EventKind::SpeechEnd)?,
             cutoff: rec.cutoff,
