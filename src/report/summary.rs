@@ -206,10 +206,10 @@ pub fn print_report(r: &ReplayResults) {
             }
         }
     }
-    if hits + misses > 0 {
+    if hits + misses > 0 || wasted > 0.0 {
         let early = voxlat_core::stats::Summary::from_samples(&early, 0);
         println!(
-            "Speculative replies: {hits} committed, {misses} discarded (the user resumed), {wasted:.0} ms of compute wasted; first audio was ready before the endpoint in {} of them{}.",
+            "Speculative replies: {hits} committed, {misses} discarded (the user resumed); {wasted:.0} ms of compute thrown away, replies dropped for merged words included; first audio was ready before the endpoint in {} of them{}.",
             early.as_ref().map_or(0, |s| s.n),
             early.map_or(String::new(), |s| format!(", by P50 {:.0} ms", s.p50))
         );

@@ -247,7 +247,9 @@ pub struct TurnRecord {
     /// Whisper, LLM and Piper busy time spent on speculation discarded since the previous
     /// record, ms: those replies (work they left running included, such as a decode or a
     /// chunk finishing after the drop), speculative transcriptions a retraction dropped, and
-    /// the transcription of a sound with no words that a paused reply waited for.
+    /// the transcription of a sound with no words that a paused reply waited for. On an
+    /// `interrupted` record whose words carry into the next turn, it includes the LLM and TTS
+    /// compute of its own dropped reply.
     /// Misses after a session's last turn are on a record of its own (`close`).
     #[serde(default)]
     pub speculation_wasted_ms: f64,

@@ -159,7 +159,7 @@ pub enum TtsMsg {
         out: mpsc::UnboundedSender<ChunkAudio>,
         /// Raised on barge-in: chunks still queued are skipped, not synthesized.
         cancel: Arc<AtomicBool>,
-        /// A speculative reply's: told each chunk's synthesis time, heard or not.
+        /// Told each chunk's synthesis time, heard or not.
         meter: Option<Meter>,
     },
     Chunk {

@@ -979,8 +979,9 @@ fn went_on_after_commit(f: &Fakes, resume_ms: u32, speech_ms: u32) -> Vec<TurnRe
 /// The user says "What's the weather", pauses long enough to be committed, and goes on
 /// "in Paris?" `resume_ms` after the commit, while the turn is in ASR (`asr_ms` long) or the
 /// reply is still being generated: the first turn gives way, and the LLM is asked once more
-/// with the whole text, which the history keeps as one user message.
-fn merged_continuation(asr_ms: u32, resume_ms: u32) {
+/// with the whole text, which the history keeps as one user message. The first turn's
+/// record counts at least `wasted_ms` of compute thrown away.
+fn merged_continuation(asr_ms: u32, resume_ms: u32, wasted_ms: f64) {
     let mut f = Fakes::new();
     f.asr = FakeAsr::new(&["What's the weather", "in Paris?"], asr_ms * MS);
     f.llm.ttft = 800 * MS;
@@ -989,6 +990,11 @@ fn merged_continuation(asr_ms: u32, resume_ms: u32) {
     assert_eq!(recs.len(), 2, "{recs:#?}");
     assert_eq!(recs[0].outcome, TurnOutcome::Interrupted);
     assert_eq!(recs[0].transcript, "What's the weather");
+    assert!(
+        recs[0].speculation_wasted_ms >= wasted_ms,
+        "{} ms wasted",
+        recs[0].speculation_wasted_ms
+    );
     assert_eq!(recs[1].outcome, TurnOutcome::Ok, "{:?}", recs[1].error);
     assert_eq!(recs[1].merged_words.as_deref(), Some("What's the weather"));
     assert_eq!(recs[1].transcript, "in Paris?");
@@ -1002,12 +1008,15 @@ fn merged_continuation(asr_ms: u32, resume_ms: u32) {
 
 #[test]
 fn a_continuation_during_the_llm_is_one_merged_user_message() {
-    merged_continuation(20, 200);
+    // The first request was open from just after the commit until the words came (200 ms
+    // + 800 ms of speech and its endpoint): that request's time is waste.
+    merged_continuation(20, 200, 700.0);
 }
 
 #[test]
 fn a_continuation_during_asr_keeps_the_first_words_too() {
-    merged_continuation(400, 50);
+    // Cut short in ASR: no reply was started, and its transcript is used.
+    merged_continuation(400, 50, 0.0);
 }
 
 /// A cough after an early commit, while the reply is still being generated (the second
@@ -1090,7 +1099,9 @@ fn a_backchannel_over_a_playing_reply_is_kept_and_the_reply_plays_on() {
 /// asked once more, with the whole text.
 #[test]
 fn words_over_a_playing_reply_replace_it_and_join_the_same_user_message() {
-    let f = long_reply(&["What's the weather", "in Paris?"]);
+    let mut f = long_reply(&["What's the weather", "in Paris?"]);
+    // Piper's time for the dropped reply's chunks is waste, like its LLM request's.
+    f.tts.compute = 150 * MS;
     let requests = f.llm.requests.clone();
     let recs = went_on_after_commit(&f, 400, 700);
     assert_eq!(recs.len(), 2, "{recs:#?}");
@@ -1102,6 +1113,14 @@ fn words_over_a_playing_reply_replace_it_and_join_the_same_user_message() {
     let i = recs[0].interrupted.as_ref().expect("an interruption");
     assert_eq!(i.during, Stage::Playout);
     assert_eq!(i.playback_stopped, Some(pause.silent));
+    let llm_ms = clock::ns_to_ms(
+        recs[0].events[&EventKind::LlmDone].signed_since(recs[0].events[&EventKind::LlmSent]),
+    );
+    assert!(
+        recs[0].speculation_wasted_ms >= llm_ms + 150.0,
+        "the whole request ({llm_ms:.0} ms) and a chunk's synthesis (150 ms): {} ms wasted",
+        recs[0].speculation_wasted_ms
+    );
     assert_eq!(recs[1].outcome, TurnOutcome::Ok, "{:?}", recs[1].error);
     assert_eq!(recs[1].merged_words.as_deref(), Some("What's the weather"));
     assert_eq!(

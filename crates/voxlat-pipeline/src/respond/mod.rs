@@ -58,7 +58,8 @@ pub(crate) struct TurnCtx<'a> {
     pub hold: Option<Hold>,
     /// A speculative reply's: the LLM request and TTS report their time to it, which is the
     /// waste if the reply is discarded.
-    pub meter: Option<Meter>,
+    /// Told the reply's LLM and TTS compute, heard or not.
+    pub meter: Meter,
     /// Words of an earlier commit whose reply the user never heard because they went on:
     /// this turn's transcript continues them, and the LLM is asked with both.
     pub carried: Option<String>,

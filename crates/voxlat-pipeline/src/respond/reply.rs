@@ -27,7 +27,7 @@ pub(super) struct Ask<'a> {
     pub pause: Pause,
     pub progress: &'a ProgressFn,
     pub hold: Option<Hold>,
-    pub meter: Option<Meter>,
+    pub meter: Meter,
 }
 
 /// How the reply went.
@@ -65,7 +65,7 @@ impl Pipeline {
             timeline: tl.clone(),
             out: audio_tx,
             cancel: tts_cancel.clone(),
-            meter: ask.meter.clone(),
+            meter: Some(ask.meter.clone()),
         });
         let (llm, spoken) = self
             .stream_text(ask.req, tl, &ask.language_hint, cancel, ask.progress)
@@ -92,8 +92,8 @@ impl Pipeline {
             tl.get(EventKind::LlmDone)
                 .or_else(|| aborted.then(clock::now)),
         );
-        if let (Some(m), Some((from, to))) = (&ask.meter, llm_busy) {
-            m.span(from, to);
+        if let Some((from, to)) = llm_busy {
+            ask.meter.span(from, to);
         }
         rec.push_span(Stage::Llm, llm_busy.map(|b| b.0), llm_busy.map(|b| b.1));
         let played = sink.await.map_err(|e| TurnError::Output(e.to_string()))?;

@@ -24,7 +24,7 @@ impl Session<'_> {
         let held = self.turn.is_held();
         self.cancel_turn(clock::now());
         if let Some((t, _)) = self.turn.take() {
-            let spent = t.spent;
+            let spent = t.asr_spent.into_iter().chain([t.reply_spent]);
             match tokio::time::timeout(WIND_DOWN, t.fut).await {
                 Ok((rec, history)) => {
                     self.history = history;

@@ -5,7 +5,7 @@ use super::held_progress::HeldProgress;
 use super::state::{InFlight, SourceState, TurnSlot, Uncommitted};
 use super::{Endpointed, Facts, Session, TurnMeta};
 use crate::error::TurnError;
-use crate::meter::{Meter, Spent};
+use crate::meter::{meter, Spent};
 use crate::record::{SpeculativeReply, TurnOutcome, TurnRecord};
 use crate::respond::{Hold, Progress, ProgressFn, TurnCtx};
 use crate::workers::AsrResult;
@@ -18,26 +18,21 @@ impl<'p> Session<'p> {
         self.started += 1;
         let meta = (self.labels)(self.started);
         let progress = self.progress.clone();
-        let turn = self.launch(meta, e.asr, Facts::Known(e.commit), progress, None, None);
+        let turn = self.launch(meta, e.asr, Facts::Known(e.commit), progress, None);
         self.turn = TurnSlot::Running(turn);
     }
 
-    /// A speculative reply, from the provisional end's transcription: it runs through TTS
-    /// but is held (and quiet) until the endpoint commits it. Its stages report their time
-    /// to `meter` (the transcription already does), which `spent` collects.
-    pub(super) fn start_held(
-        &mut self,
-        asr: oneshot::Receiver<AsrResult>,
-        meter: Meter,
-        spent: Spent,
-    ) {
+    /// A speculative reply, from the provisional end's transcription (whose decode reports
+    /// its time to `asr_spent`): it runs through TTS but is held (and quiet) until the
+    /// endpoint commits it.
+    pub(super) fn start_held(&mut self, asr: oneshot::Receiver<AsrResult>, asr_spent: Spent) {
         let meta = (self.labels)(self.started + 1);
         let (facts, facts_rx) = oneshot::channel();
         let (release, hold) = watch::channel(None);
         let (quiet, progress) = HeldProgress::new(self.progress.clone());
         let facts_rx = Facts::Pending(facts_rx);
-        let mut turn = self.launch(meta, asr, facts_rx, quiet, Some(hold), Some(meter));
-        turn.spent = Some(spent);
+        let mut turn = self.launch(meta, asr, facts_rx, quiet, Some(hold));
+        turn.asr_spent = Some(asr_spent);
         self.turn = TurnSlot::Held(
             turn,
             Uncommitted {
@@ -55,7 +50,6 @@ impl<'p> Session<'p> {
         facts: Facts,
         progress: Arc<ProgressFn>,
         hold: Option<Hold>,
-        meter: Option<Meter>,
     ) -> InFlight<'p> {
         self.stop_warming();
         let pipeline = self.pipeline;
@@ -71,6 +65,7 @@ impl<'p> Session<'p> {
         let carried = self.carried.clone();
         let (cancel, cancel_rx) = watch::channel(None);
         let (pause, pause_rx) = watch::channel(None);
+        let (meter, reply_spent) = meter();
         if matches!(facts, Facts::Known(_)) {
             progress(Progress::Started(self.started));
         }
@@ -140,7 +135,8 @@ impl<'p> Session<'p> {
         InFlight {
             fut,
             cancel,
-            spent: None,
+            asr_spent: None,
+            reply_spent,
             resumed_after_ms: None,
             pause,
             merge: false,

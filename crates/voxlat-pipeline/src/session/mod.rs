@@ -282,20 +282,25 @@ impl<'p> Session<'p> {
                     self.history = history;
                     let done = self.turn.take().map(|(t, _)| t);
                     self.turn_ended();
-                    let (merge, spent) = match done {
+                    let (merge, asr_spent, reply_spent) = match done {
                         Some(t) => {
                             rec.resumed_after_ms = t.resumed_after_ms;
                             rec.passed_over = t.passed_over;
-                            (t.merge, t.spent)
+                            (t.merge, t.asr_spent, Some(t.reply_spent))
                         }
-                        None => (false, None),
+                        None => (false, None, None),
                     };
                     self.last_activity = Instant::now();
                     if rec.speculative_reply.as_ref().is_some_and(|s| !s.committed) {
-                        self.waste.miss(spent);
+                        self.waste.miss(asr_spent.into_iter().chain(reply_spent));
                         continue;
                     }
                     self.carried = carried_words(&rec, merge);
+                    if self.carried.is_some() {
+                        // Its words go on in the next turn, which answers them afresh: the
+                        // reply's compute was for nothing. Charged to this record.
+                        self.waste.discard(reply_spent);
+                    }
                     self.ask_again = self.carried.as_ref().and_then(|_| AskAgain::after(&rec));
                     rec.history_warmup = self.warmed.take();
                     if let Some((system_prompt, before)) = self.asked_with.take() {

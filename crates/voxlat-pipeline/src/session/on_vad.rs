@@ -23,12 +23,12 @@ impl Session<'_> {
                 self.stop_warming();
                 if self.pipeline.cfg.speculative_asr {
                     let (m, spent) = meter();
-                    let job = self.pipeline.transcribe_metered(audio, m.clone());
+                    let job = self.pipeline.transcribe_metered(audio, m);
                     if self.pipeline.cfg.speculative_reply
                         && self.turn.is_idle()
                         && self.waiting.is_empty()
                     {
-                        self.start_held(job, m, spent);
+                        self.start_held(job, spent);
                     } else {
                         let old = self.listening.speculative.replace((job, spent));
                         self.waste.discard(old.map(|o| o.1));

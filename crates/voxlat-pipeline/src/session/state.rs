@@ -11,8 +11,11 @@ use voxlat_core::Nanos;
 pub(super) struct InFlight<'p> {
     pub fut: TurnFuture<'p>,
     pub cancel: watch::Sender<Option<Nanos>>,
-    /// A speculative reply's compute, reported by its stages until they are done with it.
-    pub spent: Option<Spent>,
+    /// A held reply's speculative transcription: its decode's compute.
+    pub asr_spent: Option<Spent>,
+    /// The reply's LLM and TTS compute, reported by those stages until they are done with
+    /// it: waste if the reply is dropped (a miss, or words that go on in the next turn).
+    pub reply_spent: Spent,
     /// The user spoke again this soon after this turn's commit, ms.
     pub resumed_after_ms: Option<f64>,
     /// Holds the reply's audio while the user speaks (`Some(onset)`), or lets it play.
@@ -135,7 +138,8 @@ mod tests {
         let t = InFlight {
             fut: Box::pin(std::future::pending()),
             cancel,
-            spent: None,
+            asr_spent: None,
+            reply_spent: crate::meter::meter().1,
             resumed_after_ms: None,
             pause: watch::channel(None).0,
             merge: false,

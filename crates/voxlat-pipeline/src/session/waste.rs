@@ -20,13 +20,14 @@ pub(super) struct Waste {
 
 impl Waste {
     /// A speculative reply discarded, and what it cost.
-    pub(super) fn miss(&mut self, spent: Option<Spent>) {
+    pub(super) fn miss(&mut self, spent: impl IntoIterator<Item = Spent>) {
         self.misses += 1;
         self.discard(spent);
     }
 
-    /// Speculative work dropped without a reply of its own (a transcription).
-    pub(super) fn discard(&mut self, spent: Option<Spent>) {
+    /// Work dropped without a miss of its own: a speculative transcription, or a committed
+    /// reply whose words go on in the next turn.
+    pub(super) fn discard(&mut self, spent: impl IntoIterator<Item = Spent>) {
         self.pending.extend(spent);
     }
 
