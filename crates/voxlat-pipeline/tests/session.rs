@@ -1140,6 +1140,92 @@ fn words_over_a_playing_reply_replace_it_and_join_the_same_user_message() {
     );
 }
 
+/// An endpoint of speech from `start` to `end` whose transcription fails (no audio reaches the
+/// scripted ASR, which then errs as Whisper does).
+fn untranscribable(start: Nanos, end: Nanos) -> SourceEvent {
+    vad(VadEvent::Endpoint {
+        speech_start: start,
+        speech_end: end,
+        at: clock::now(),
+        audio: Vec::new(),
+        confirms_provisional: false,
+        turn_probability: None,
+        forced: false,
+    })
+}
+
+/// The user goes on over the playing reply, and that utterance cannot be transcribed: what
+/// they said is unknown, so the reply to the words that are known plays on at once, and the
+/// failed utterance gets a record of its own that reports the error.
+#[test]
+fn an_utterance_that_fails_to_transcribe_over_a_paused_reply_lets_it_play_on() {
+    let f = long_reply(&["What's the weather"]);
+    let requests = f.llm.requests.clone();
+    let recs = live_turns(&f, |tx| async move {
+        tx.send(endpoint(false)).await.unwrap();
+        tokio::time::sleep(400 * MS).await;
+        let start = clock::now();
+        tx.send(vad(VadEvent::SpeechStart { at: start }))
+            .await
+            .unwrap();
+        tokio::time::sleep(800 * MS).await;
+        tx.send(untranscribable(start, Nanos(start.0 + 700_000_000)))
+            .await
+            .unwrap();
+        tokio::time::sleep(4_000 * MS).await;
+    });
+    assert_eq!(recs.len(), 2, "{recs:#?}");
+    assert_eq!(recs[0].outcome, TurnOutcome::Ok, "{:?}", recs[0].error);
+    let [pause] = recs[0].reply_pauses[..] else {
+        panic!("one pause: {:?}", recs[0].reply_pauses);
+    };
+    assert!(pause.resumed.is_some(), "played on: {pause:?}");
+    assert_eq!(recs[1].outcome, TurnOutcome::Error);
+    assert!(
+        recs[1].error.as_deref().is_some_and(|e| e.contains("ASR")),
+        "{:?}",
+        recs[1].error
+    );
+    assert_eq!(last_user_messages(&requests), ["What's the weather"]);
+}
+
+/// Words cut short before their reply was heard are carried into the next utterance; when
+/// that one cannot be transcribed, they are not lost with it, but answered on their own 2 s
+/// later, as after a noise.
+#[test]
+fn carried_words_outlive_an_utterance_that_fails_to_transcribe() {
+    let mut f = Fakes::new();
+    f.asr = FakeAsr::new(&["Ask not what your country can do"], 20 * MS);
+    f.llm.ttft = 3_000 * MS;
+    let requests = f.llm.requests.clone();
+    let recs = live_turns(&f, |tx| async move {
+        tx.send(endpoint(false)).await.unwrap();
+        tokio::time::sleep(2_200 * MS).await;
+        let start = clock::now();
+        tx.send(vad(VadEvent::SpeechStart { at: start }))
+            .await
+            .unwrap();
+        tokio::time::sleep(800 * MS).await;
+        tx.send(untranscribable(start, Nanos(start.0 + 700_000_000)))
+            .await
+            .unwrap();
+        tokio::time::sleep(7_000 * MS).await;
+    });
+    assert_eq!(recs.len(), 3, "{recs:#?}");
+    assert_eq!(recs[0].outcome, TurnOutcome::Interrupted);
+    assert_eq!(recs[1].outcome, TurnOutcome::Error);
+    assert_eq!(recs[2].outcome, TurnOutcome::Ok, "{:?}", recs[2].error);
+    assert_eq!(
+        recs[2].merged_words.as_deref(),
+        Some("Ask not what your country can do")
+    );
+    assert_eq!(
+        last_user_messages(&requests),
+        vec!["Ask not what your country can do"; 2],
+        "asked before the cut, and again after the failed utterance"
+    );
+}
+
 /// A noise the barge-in gate takes for the user 300 ms after the commit, and no utterance:
 /// the reply pauses, and plays on 2 s later (LiveKit's false interruption).
 #[test]

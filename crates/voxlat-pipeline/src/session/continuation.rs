@@ -22,10 +22,15 @@ pub const RESUMED_WITHIN_MS: f64 = 2000.0;
 
 /// The words a finished turn leaves for the next: all it was asked with, when the user cut
 /// it short before any of its reply was audible, or went on from it with words while it was
-/// paused; none otherwise.
+/// paused, or when its own audio could not be transcribed (the words it carried were never
+/// asked); none otherwise.
 pub(super) fn carried_words(rec: &TurnRecord, merge: bool) -> Option<String> {
-    let unheard = rec.outcome == TurnOutcome::Interrupted
-        && (merge || !rec.events.contains_key(&EventKind::PlayoutStart));
+    let unheard = match rec.outcome {
+        TurnOutcome::Interrupted => merge || !rec.events.contains_key(&EventKind::PlayoutStart),
+        // Failed before the LLM: asking the carried words again cannot fail the same way.
+        TurnOutcome::Error => !rec.events.contains_key(&EventKind::LlmSent),
+        _ => false,
+    };
     let words = crate::history::continued(rec.merged_words.as_deref(), &rec.transcript);
     (unheard && !words.trim().is_empty()).then_some(words)
 }
@@ -51,15 +56,16 @@ fn resume_due() -> tokio::time::Instant {
 /// tell a cough or an "mm-hm" from the user going on.
 pub const MIN_GOING_ON_MS: f64 = 500.0;
 
-/// What the deciding utterance adds to the turn: words, or nothing (no transcript, or speech
-/// too short to be more than a backchannel or a noise: its text, if any, is kept).
+/// What the deciding utterance adds to the turn: words, nothing (no transcript, or speech
+/// too short to be more than a backchannel or a noise: its text, if any, is kept), or no one
+/// knows (its transcription failed).
 enum Adds {
     Words,
     Nothing(Option<String>),
+    Unknown,
 }
 
-/// What an utterance of `speech_ms` adds, given its transcription (an error is handed on as
-/// words, so that the turn that follows reports it).
+/// What an utterance of `speech_ms` adds, given its transcription.
 fn adds(r: &Result<AsrResult, oneshot::error::RecvError>, speech_ms: f64) -> Adds {
     match r {
         Ok(AsrResult {
@@ -68,8 +74,21 @@ fn adds(r: &Result<AsrResult, oneshot::error::RecvError>, speech_ms: f64) -> Add
         Ok(AsrResult {
             transcript: Ok(t), ..
         }) if speech_ms < MIN_GOING_ON_MS => Adds::Nothing(Some(t.text.trim().to_string())),
-        _ => Adds::Words,
+        Ok(AsrResult {
+            transcript: Ok(_), ..
+        }) => Adds::Words,
+        _ => Adds::Unknown,
     }
+}
+
+/// `e` with its transcription already done: `r` is what the turn that takes it will await.
+fn transcribed(mut e: Endpointed, r: Result<AsrResult, oneshot::error::RecvError>) -> Endpointed {
+    let (tx, rx) = oneshot::channel();
+    if let Ok(a) = r {
+        let _ = tx.send(a);
+    }
+    e.asr = rx;
+    e
 }
 
 impl Session<'_> {
@@ -180,7 +199,7 @@ impl Session<'_> {
         let Some(mut p) = self.paused.take() else {
             return;
         };
-        let Some(mut e) = p.deciding.take() else {
+        let Some(e) = p.deciding.take() else {
             return;
         };
         // From the sound that paused the reply: live, the endpointer's own start reaches back
@@ -189,17 +208,19 @@ impl Session<'_> {
         let speech_ms = clock::ns_to_ms(e.commit.speech_end.signed_since(from));
         let adds = adds(&r, speech_ms);
         let spoke_on = e.superseded.is_some();
-        if matches!(adds, Adds::Words) || matches!(adds, Adds::Nothing(Some(_)) if spoke_on) {
+        if matches!(adds, Adds::Unknown) && !spoke_on {
+            // The reply answers the words that are known, at once; the utterance takes a
+            // turn of its own after it, which reports the failure.
+            self.waiting.push_back(transcribed(e, r));
+            self.resume_paused();
+            return;
+        }
+        if !matches!(adds, Adds::Nothing(_)) || matches!(adds, Adds::Nothing(Some(_)) if spoke_on) {
             if let Some(t) = self.turn.committed() {
                 t.merge = true;
             }
             self.cancel_turn(p.onset);
-            let (tx, rx) = oneshot::channel();
-            if let Ok(a) = r {
-                let _ = tx.send(a);
-            }
-            e.asr = rx;
-            self.waiting.push_front(e);
+            self.waiting.push_front(transcribed(e, r));
             return;
         }
         if let Ok(a) = &r {
