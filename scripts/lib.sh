@@ -61,3 +61,27 @@ fetch_models() {
   step "fetching and verifying models (cached in \${VOXLAT_MODELS_DIR:-~/.cache/voxlat/models})"
   cargo run --release --quiet --locked -- models fetch --all
 }
+
+# voxlat-server built for AVX-512 (with VNNI, VBMI and BF16) beside the portable build, as
+# target/release/voxlat-server-avx512, on a CPU that has every one of those features; voxlat
+# runs it there instead (src/embedded/builds.rs lists the same features and checks them
+# again at run time). ggml's flags change the whole build of llama.cpp, so it has a target
+# directory of its own. The copy is made even when nothing was rebuilt: voxlat passes over a
+# variant older than the portable server as stale.
+build_server_variants() {
+  local need="avx2 fma f16c bmi2 avx512f avx512cd avx512vl avx512dq avx512bw avx512vbmi avx512_vnni avx512_bf16 avx_vnni"
+  local flags f
+  flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+  for f in $need; do
+    if [[ "$flags" != *" $f "* ]]; then
+      echo "note: no AVX-512 build of voxlat-server: this CPU lacks $f (the portable build runs)" >&2
+      return 0
+    fi
+  done
+  step "building voxlat-server for this CPU's AVX-512 (target/variants/avx512; the first build compiles llama.cpp again)"
+  local built=$SECONDS
+  GGML_AVX512=ON GGML_AVX512_VBMI=ON GGML_AVX512_VNNI=ON GGML_AVX512_BF16=ON GGML_AVX_VNNI=ON \
+    cargo build --release --locked -p voxlat-server --target-dir target/variants/avx512
+  cp target/variants/avx512/release/voxlat-server target/release/voxlat-server-avx512
+  echo "built in $((SECONDS - built)) s" >&2
+}

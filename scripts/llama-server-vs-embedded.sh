@@ -8,8 +8,10 @@
 #
 # Build `llama-server` from llama.cpp's sources (LLAMA_BUILD_SERVER=ON; docs/models.md says
 # how). Settings: MODEL (default the fetched Gemma 3 270M), THREADS (2), ROUNDS (3), TOKENS
-# ("32 512"), REQUESTS (15). Prints each run's server-side P50s; the full results stay in
-# OUTDIR. Needs the release build (scripts/setup.sh) and curl.
+# ("32 512"), REQUESTS (15), BUILDS (the embedded server's builds to measure, each in turn:
+# default "portable", and "portable avx512" where scripts/setup.sh built the variant). Prints
+# each run's server-side P50s; the full results stay in OUTDIR. Needs the release build
+# (scripts/setup.sh) and curl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: LLAMA_SERVER=… bash scripts/llama-server-vs-embedded.sh OUTDIR}
@@ -19,6 +21,9 @@ threads=${THREADS:-2}
 rounds=${ROUNDS:-3}
 tokens=${TOKENS:-32 512}
 requests=${REQUESTS:-15}
+builds_default=portable
+[ -x target/release/voxlat-server-avx512 ] && builds_default="portable avx512"
+builds=${BUILDS:-$builds_default}
 voxlat=target/release/voxlat
 mkdir -p "$out"
 [ -x "$voxlat" ] || { echo "no $voxlat: run scripts/setup.sh first" >&2; exit 1; }
@@ -46,12 +51,14 @@ bench() { # NAME PORT ROUND TOKENS
   echo
 }
 for r in $(seq 1 "$rounds"); do
-  "$voxlat" serve --model "$model" --port 8091 --threads "$threads" --slots 1 --ctx 4096 \
-    > "$out/embedded-r$r.log" 2>&1 &
-  pid=$!
-  up 8091
-  for t in $tokens; do bench embedded 8091 "$r" "$t"; done
-  stop
+  for b in $builds; do
+    VOXLAT_SERVER_BUILD=$b "$voxlat" serve --model "$model" --port 8091 --threads "$threads" \
+      --slots 1 --ctx 4096 > "$out/embedded-$b-r$r.log" 2>&1 &
+    pid=$!
+    up 8091
+    for t in $tokens; do bench "$b" 8091 "$r" "$t"; done
+    stop
+  done
   "$ref" -m "$model" --host 127.0.0.1 --port 8092 -t "$threads" -c 4096 -np 1 --no-jinja \
     --chat-template gemma --no-webui > "$out/llama-server-r$r.log" 2>&1 &
   pid=$!

@@ -17,6 +17,7 @@ step "building voxlat and voxlat-server (release; the first build compiles whisp
 built=$SECONDS
 cargo build --release --locked
 echo "built in $((SECONDS - built)) s" >&2
+build_server_variants
 
 step "fetching and verifying models (cached in \${VOXLAT_MODELS_DIR:-~/.cache/voxlat/models})"
 target/release/voxlat models fetch --all

@@ -15,6 +15,7 @@ ensure_rust
 
 step "building (release, every target)"
 cargo build --release --workspace --all-targets --locked
+build_server_variants
 
 fetch_models
 

@@ -246,6 +246,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     });
     let mut results = ReplayResults::new(pipeline.cfg.clone(), stack.budget, stages);
     results.llm_server_threads = stack.server_threads(1);
+    results.llm_server_build = stack.server_build();
     results.timing_note = "live: speech_end is the endpointer's retro-dated end of speech on the microphone's own capture timestamps, mapped onto the process clock; endpoint is when its decision reached the pipeline; playout_queued is when the first reply sample was written to the output ring, playout_start when the device reports it leaves the speaker (its playback timestamp), so `device` is output buffering and device latency".into();
     let mut writer = ResultsWriter::with_prefix(&args.session.output_dir, "live", results)?;
     let telemetry = voxlat_telemetry::TurnTelemetry::start(

@@ -1,7 +1,7 @@
 //! `voxlat serve`: runs the embedded LLM server, `voxlat-server`, a separate binary so that
 //! llama.cpp's ggml never shares a process with whisper.cpp's (their symbols clash).
 
-use crate::embedded::server_binary;
+use crate::embedded::server_builds;
 use anyhow::{Context, Result};
 use clap::Args;
 use std::ffi::OsString;
@@ -23,7 +23,11 @@ pub struct ServeArgs {
 }
 
 pub fn run(args: ServeArgs) -> Result<ExitCode> {
-    let bin = server_binary()?;
+    // The best build this CPU runs; exec leaves no way back, so a variant that fails is
+    // reported by the server itself (VOXLAT_SERVER_BUILD=portable pins the other).
+    let build = server_builds()?.remove(0);
+    eprintln!("voxlat-server build: {}", build.name);
+    let bin = build.path;
     let mut cmd = std::process::Command::new(&bin);
     cmd.args(&args.args);
     #[cfg(unix)]

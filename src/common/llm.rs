@@ -96,8 +96,9 @@ pub fn start_embedded(opts: &SpawnOptions) -> Result<EmbeddedServer> {
         "cannot start the embedded LLM server; --llm-url (run, replay) or --base-url (bench-llm) uses another server",
     )?;
     eprintln!(
-        "embedded server: {} (log: {})",
+        "embedded server: {} ({} build; log: {})",
         server.base_url(),
+        server.build(),
         server.log_path().display()
     );
     Ok(server)

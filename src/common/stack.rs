@@ -124,6 +124,11 @@ impl Stack {
         self.server.as_ref().map(|_| self.budget.shared_by(callers))
     }
 
+    /// Which build of the embedded server runs (`portable`, `avx512`); `None` for a remote LLM.
+    pub fn server_build(&self) -> Option<String> {
+        self.server.as_ref().map(|s| s.build().to_string())
+    }
+
     /// Resolves with how the embedded server died, if it does; never for a remote LLM.
     pub fn crash_watch(&self) -> CrashWatch {
         CrashWatch::of(self.server.as_ref())

@@ -6,32 +6,28 @@
 //! (SIGKILL, abort) through `PR_SET_PDEATHSIG`. It runs in its own process group, so a
 //! terminal's Ctrl-C reaches only us: we finish our results first, then stop it.
 
+mod builds;
+
 use anyhow::{bail, Context, Result};
+pub use builds::{ServerBuild, SERVER_BIN};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub const SERVER_BIN: &str = "voxlat-server";
-
-/// The `voxlat-server` binary installed or built beside the running `voxlat`.
-pub fn server_binary() -> Result<PathBuf> {
+/// The `voxlat-server` builds installed or built beside the running `voxlat`, best first
+/// (`builds` says how they are chosen); a note on stderr when a variant is passed over.
+pub fn server_builds() -> Result<Vec<ServerBuild>> {
     let exe = std::env::current_exe().context("cannot locate the running executable")?;
     let dir = exe
         .parent()
         .context("the running executable has no directory")?;
-    let path = dir.join(format!("{SERVER_BIN}{}", std::env::consts::EXE_SUFFIX));
-    if !path.is_file() {
-        bail!(
-            "{} not found: the embedded LLM server is a separate binary (llama.cpp cannot share \
-             a process with whisper.cpp). Build it with `cargo build --release` (the workspace \
-             builds both binaries) or `cargo build -p voxlat-server` in voxlat's profile; after \
-             `cargo install --path .`, also run `cargo install --path crates/voxlat-server`",
-            path.display()
-        );
+    let (all, note) = builds::candidates(dir, builds::Choice::from_env()?, builds::cpu_has)?;
+    if let Some(note) = note {
+        eprintln!("note: {note}");
     }
-    Ok(path)
+    Ok(all)
 }
 
 #[derive(Debug, Clone)]
@@ -67,14 +63,38 @@ pub struct EmbeddedServer {
     child: Child,
     addr: SocketAddr,
     log: PathBuf,
+    build: &'static str,
 }
 
 impl EmbeddedServer {
-    /// Starts the server on a free loopback port and waits until `/health` answers.
-    /// Blocking; call it from a thread that lives as long as the server should (on Linux the
-    /// parent-death signal fires when the *thread* that spawned the child exits).
+    /// Starts the best server build this CPU runs on a free loopback port and waits until
+    /// `/health` answers. A build for a CPU family must also answer a first request, or the
+    /// next build is started instead (said on stderr). Blocking; call it from a thread that
+    /// lives as long as the server should (on Linux the parent-death signal fires when the
+    /// *thread* that spawned the child exits).
     pub fn spawn(opts: &SpawnOptions) -> Result<EmbeddedServer> {
-        let bin = server_binary()?;
+        let all = server_builds()?;
+        let last = all.len().saturating_sub(1);
+        for (i, build) in all.into_iter().enumerate() {
+            if i == last {
+                return Self::spawn_build(build, opts);
+            }
+            match Self::spawn_build(build.clone(), opts).and_then(|mut s| {
+                s.first_request()?;
+                Ok(s)
+            }) {
+                Ok(s) => return Ok(s),
+                Err(e) => eprintln!(
+                    "warning: {SERVER_BIN}-{} failed ({e:#}); starting the portable build",
+                    build.name
+                ),
+            }
+        }
+        unreachable!("candidates always include the portable build")
+    }
+
+    fn spawn_build(build: ServerBuild, opts: &SpawnOptions) -> Result<EmbeddedServer> {
+        let bin = build.path.clone();
         std::fs::create_dir_all(&opts.log_dir)
             .with_context(|| format!("cannot create {}", opts.log_dir.display()))?;
         let log = opts.log_dir.join(format!(
@@ -87,7 +107,7 @@ impl EmbeddedServer {
         let mut last_err = None;
         for _ in 0..3 {
             let port = free_port()?;
-            match Self::start_once(&bin, opts, port, &log) {
+            match Self::start_once(&bin, build.name, opts, port, &log) {
                 Ok(s) => return Ok(s),
                 Err(StartError::PortTaken) => last_err = Some(format!("port {port} was taken")),
                 Err(StartError::Other(e)) => return Err(e),
@@ -101,6 +121,7 @@ impl EmbeddedServer {
 
     fn start_once(
         bin: &Path,
+        build: &'static str,
         opts: &SpawnOptions,
         port: u16,
         log: &Path,
@@ -136,6 +157,7 @@ impl EmbeddedServer {
             child,
             addr: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
             log: log.to_path_buf(),
+            build,
         };
         server.wait_ready(opts.ready_timeout)?;
         Ok(server)
@@ -167,6 +189,41 @@ impl EmbeddedServer {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// One short completion, the first thing a build for a CPU family must get through: a
+    /// kernel the CPU cannot run kills the server at its first prefill, not at load.
+    fn first_request(&mut self) -> Result<()> {
+        let body = r#"{"messages":[{"role":"user","content":"Say OK, and nothing else."}],"max_tokens":2,"temperature":0}"#;
+        let answered = (|| -> std::io::Result<bool> {
+            let mut s = TcpStream::connect_timeout(&self.addr, Duration::from_secs(2))?;
+            s.set_read_timeout(Some(Duration::from_secs(60)))?;
+            write!(
+                s,
+                "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )?;
+            let mut buf = [0u8; 12];
+            s.read_exact(&mut buf)?;
+            Ok(buf.starts_with(b"HTTP/1.1 200"))
+        })();
+        let died = || {
+            std::thread::sleep(Duration::from_millis(100));
+            self.watch().exited()
+        };
+        match answered {
+            Ok(true) => Ok(()),
+            Ok(false) => bail!("its first request was refused; see {}", self.log.display()),
+            Err(e) => match died() {
+                Some(how) => bail!("it died at its first request: {how}"),
+                None => bail!("its first request failed: {e}"),
+            },
+        }
+    }
+
+    /// Which build runs: `portable`, or the CPU family it was built for.
+    pub fn build(&self) -> &'static str {
+        self.build
     }
 
     /// The OpenAI base URL, with `/v1`.

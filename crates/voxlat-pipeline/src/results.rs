@@ -36,6 +36,11 @@ pub struct ReplayResults {
     /// to prefill); absent when the LLM was elsewhere (`--llm-url`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm_server_threads: Option<ThreadBudget>,
+    /// Which build of the embedded LLM server ran: `portable` (AVX2) or the CPU family it was
+    /// built for (`avx512`); their prefill differs by about 1.4×. Absent when the LLM was
+    /// elsewhere, and in files from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm_server_build: Option<String>,
     /// What each stage ran on (model files, LLM endpoint; live, the devices).
     #[serde(default)]
     pub stages: Stages,
@@ -78,6 +83,7 @@ impl ReplayResults {
             config,
             threads,
             llm_server_threads: None,
+            llm_server_build: None,
             stages,
             timing_note: timing_note.into(),
             scenarios: Vec::new(),

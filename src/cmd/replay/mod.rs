@@ -175,6 +175,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     let stack = Stack::start(spec, &mut cfg)?;
     let mut results = ReplayResults::new(cfg.clone(), stack.budget, stack.stages.clone());
     results.llm_server_threads = stack.server_threads(callers);
+    results.llm_server_build = stack.server_build();
     results.scenarios = scenarios
         .iter()
         .map(|(s, _)| s.path.display().to_string())
