@@ -78,7 +78,7 @@ build_server_variants() {
       return 0
     fi
   done
-  step "building voxlat-server for this CPU's AVX-512 (target/variants/avx512; the first build compiles llama.cpp again)"
+  step "building voxlat-server for this CPU's AVX-512 (target/variants/avx512; the first build compiles llama.cpp again: about 6 min on 2 cores)"
   local built=$SECONDS
   GGML_AVX512=ON GGML_AVX512_VBMI=ON GGML_AVX512_VNNI=ON GGML_AVX512_BF16=ON GGML_AVX_VNNI=ON \
     cargo build --release --locked -p voxlat-server --target-dir target/variants/avx512

@@ -12,7 +12,7 @@ source scripts/lib.sh
 install_system_packages
 ensure_rust
 
-step "building voxlat and voxlat-server (release; the first build compiles whisper.cpp and llama.cpp: about 13 min on 2 cores)"
+step "building voxlat and voxlat-server (release; the first build compiles whisper.cpp and llama.cpp: about 8 min on 2 cores)"
 # The workspace's default members are exactly these two binaries (Cargo.toml).
 built=$SECONDS
 cargo build --release --locked

@@ -226,10 +226,14 @@ fn ctrl_c_ends_bench_llm_and_its_embedded_server() {
         .unwrap();
     let results = dir.path().join("results");
     let t0 = Instant::now();
+    // A few of the run's own requests done (its ids start `vx-`; the server's first request,
+    // a check of a CPU-family build, does not count): the run is past its start-up.
     let pid = loop {
-        if let Some(pid) = server_log(&results)
-            .and_then(|l| std::fs::read_to_string(l).ok())
-            .and_then(|t| pid_in(&t))
+        let log = server_log(&results).and_then(|l| std::fs::read_to_string(l).ok());
+        if let Some(pid) = log
+            .as_deref()
+            .filter(|t| t.matches("done request_id=vx-").count() >= 3)
+            .and_then(pid_in)
         {
             break pid;
         }
@@ -246,8 +250,6 @@ fn ctrl_c_ends_bench_llm_and_its_embedded_server() {
         );
         std::thread::sleep(Duration::from_millis(50));
     };
-    // Let a few requests complete.
-    std::thread::sleep(Duration::from_millis(1500));
     unsafe {
         libc::kill(child.id() as libc::pid_t, libc::SIGINT);
     }
@@ -255,4 +257,51 @@ fn ctrl_c_ends_bench_llm_and_its_embedded_server() {
     assert_eq!(o.status.code(), Some(130), "{}", text(&o));
     assert!(text(&o).contains("interrupted"), "{}", text(&o));
     wait_gone(pid);
+}
+
+/// A build for a CPU family that cannot serve (here a stand-in whose server refuses every
+/// prompt, as one dying of SIGILL at its first prefill would fail it) is passed over for the
+/// portable build, and the user is told why; the run goes on. On a CPU without AVX-512 the
+/// stand-in is never tried, and the portable build runs all the same.
+#[test]
+fn a_server_build_that_fails_its_first_request_gives_way_to_the_portable_build() {
+    server_bin_present();
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let exe = Path::new(env!("CARGO_BIN_EXE_voxlat"));
+    for name in ["voxlat", "voxlat-server"] {
+        let to = dir.path().join(name);
+        std::fs::hard_link(exe.with_file_name(name), &to)
+            .or_else(|_| std::fs::copy(exe.with_file_name(name), &to).map(|_| ()))
+            .unwrap();
+    }
+    // Its context is too small for any chat prompt: it loads, then refuses the first request.
+    let variant = dir.path().join("voxlat-server-avx512");
+    std::fs::write(
+        &variant,
+        "#!/bin/sh\nexec \"$(dirname \"$0\")/voxlat-server\" \"$@\" --ctx 16\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&variant, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = Command::new(dir.path().join("voxlat"))
+        .args([
+            "bench-llm",
+            "--requests",
+            "1",
+            "--warmup",
+            "0",
+            "--max-tokens",
+            "2",
+            "--quiet",
+        ])
+        .env_remove("VOXLAT_SERVER_BUILD")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let all = text(&o);
+    assert!(o.status.success(), "{}", model_hint(&all));
+    assert!(all.contains("(portable build;"), "{all}");
+    let variant_tried = all.contains("voxlat-server-avx512 failed");
+    let passed_over = all.contains("note: using the portable voxlat-server: this CPU lacks");
+    assert!(variant_tried != passed_over, "{all}");
 }

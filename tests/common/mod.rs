@@ -88,11 +88,12 @@ pub fn all_files_text(dir: &std::path::Path) -> Vec<(std::path::PathBuf, String)
     out
 }
 
-/// SIGKILLs the one `voxlat-server` child of `parent` (the embedded server), returning its pid.
+/// SIGKILLs the one `voxlat-server` child of `parent` (the embedded server, any build: the
+/// kernel cuts `voxlat-server-avx512` to 15 characters), returning its pid.
 pub fn kill_embedded_server(parent: u32) -> u32 {
     let server: Vec<u32> = children_of(parent)
         .into_iter()
-        .filter(|p| comm(*p).as_deref() == Some("voxlat-server"))
+        .filter(|p| comm(*p).is_some_and(|c| c.starts_with("voxlat-server")))
         .collect();
     assert_eq!(server.len(), 1, "one embedded server: {server:?}");
     // SAFETY: kill(2) on a process we just found; no memory is involved.

@@ -1140,17 +1140,29 @@ fn words_over_a_playing_reply_replace_it_and_join_the_same_user_message() {
     );
 }
 
-/// An endpoint of speech from `start` to `end` whose transcription fails (no audio reaches the
-/// scripted ASR, which then errs as Whisper does).
-fn untranscribable(start: Nanos, end: Nanos) -> SourceEvent {
-    vad(VadEvent::Endpoint {
-        speech_start: start,
-        speech_end: end,
-        at: clock::now(),
-        audio: Vec::new(),
-        confirms_provisional: false,
-        turn_probability: None,
-        forced: false,
+/// A live session where the user is committed, speaks again `resume_ms` later for 700 ms,
+/// and that utterance's transcription fails (no audio reaches the scripted ASR, which then
+/// errs as Whisper does); the source stays open `then_ms` more. Every record.
+fn went_on_untranscribable(f: &Fakes, resume_ms: u32, then_ms: u32) -> Vec<TurnRecord> {
+    live_turns(f, move |tx| async move {
+        tx.send(endpoint(false)).await.unwrap();
+        tokio::time::sleep(resume_ms * MS).await;
+        let start = clock::now();
+        tx.send(vad(VadEvent::SpeechStart { at: start }))
+            .await
+            .unwrap();
+        tokio::time::sleep(800 * MS).await;
+        let failing = vad(VadEvent::Endpoint {
+            speech_start: start,
+            speech_end: Nanos(start.0 + 700_000_000),
+            at: clock::now(),
+            audio: Vec::new(),
+            confirms_provisional: false,
+            turn_probability: None,
+            forced: false,
+        });
+        tx.send(failing).await.unwrap();
+        tokio::time::sleep(then_ms * MS).await;
     })
 }
 
@@ -1161,19 +1173,7 @@ fn untranscribable(start: Nanos, end: Nanos) -> SourceEvent {
 fn an_utterance_that_fails_to_transcribe_over_a_paused_reply_lets_it_play_on() {
     let f = long_reply(&["What's the weather"]);
     let requests = f.llm.requests.clone();
-    let recs = live_turns(&f, |tx| async move {
-        tx.send(endpoint(false)).await.unwrap();
-        tokio::time::sleep(400 * MS).await;
-        let start = clock::now();
-        tx.send(vad(VadEvent::SpeechStart { at: start }))
-            .await
-            .unwrap();
-        tokio::time::sleep(800 * MS).await;
-        tx.send(untranscribable(start, Nanos(start.0 + 700_000_000)))
-            .await
-            .unwrap();
-        tokio::time::sleep(4_000 * MS).await;
-    });
+    let recs = went_on_untranscribable(&f, 400, 4_000);
     assert_eq!(recs.len(), 2, "{recs:#?}");
     assert_eq!(recs[0].outcome, TurnOutcome::Ok, "{:?}", recs[0].error);
     let [pause] = recs[0].reply_pauses[..] else {
@@ -1198,19 +1198,7 @@ fn carried_words_outlive_an_utterance_that_fails_to_transcribe() {
     f.asr = FakeAsr::new(&["Ask not what your country can do"], 20 * MS);
     f.llm.ttft = 3_000 * MS;
     let requests = f.llm.requests.clone();
-    let recs = live_turns(&f, |tx| async move {
-        tx.send(endpoint(false)).await.unwrap();
-        tokio::time::sleep(2_200 * MS).await;
-        let start = clock::now();
-        tx.send(vad(VadEvent::SpeechStart { at: start }))
-            .await
-            .unwrap();
-        tokio::time::sleep(800 * MS).await;
-        tx.send(untranscribable(start, Nanos(start.0 + 700_000_000)))
-            .await
-            .unwrap();
-        tokio::time::sleep(7_000 * MS).await;
-    });
+    let recs = went_on_untranscribable(&f, 2_200, 7_000);
     assert_eq!(recs.len(), 3, "{recs:#?}");
     assert_eq!(recs[0].outcome, TurnOutcome::Interrupted);
     assert_eq!(recs[1].outcome, TurnOutcome::Error);
