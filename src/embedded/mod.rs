@@ -74,11 +74,12 @@ impl EmbeddedServer {
     /// *thread* that spawned the child exits).
     pub fn spawn(opts: &SpawnOptions) -> Result<EmbeddedServer> {
         let all = server_builds()?;
-        let last = all.len().saturating_sub(1);
-        for (i, build) in all.into_iter().enumerate() {
-            if i == last {
-                return Self::spawn_build(build, opts);
-            }
+        // The last candidate (the portable build, or the one build asked for) starts without
+        // the first-request check: nothing is left to fall back to.
+        let Some((last, earlier)) = all.split_last() else {
+            bail!("no {SERVER_BIN} build to start");
+        };
+        for build in earlier {
             match Self::spawn_build(build.clone(), opts).and_then(|mut s| {
                 s.first_request()?;
                 Ok(s)
@@ -90,7 +91,7 @@ impl EmbeddedServer {
                 ),
             }
         }
-        unreachable!("candidates always include the portable build")
+        Self::spawn_build(last.clone(), opts)
     }
 
     fn spawn_build(build: ServerBuild, opts: &SpawnOptions) -> Result<EmbeddedServer> {
@@ -195,18 +196,16 @@ impl EmbeddedServer {
     /// kernel the CPU cannot run kills the server at its first prefill, not at load.
     fn first_request(&mut self) -> Result<()> {
         let body = r#"{"messages":[{"role":"user","content":"Say OK, and nothing else."}],"max_tokens":2,"temperature":0}"#;
-        let answered = (|| -> std::io::Result<bool> {
-            let mut s = TcpStream::connect_timeout(&self.addr, Duration::from_secs(2))?;
-            s.set_read_timeout(Some(Duration::from_secs(60)))?;
-            write!(
-                s,
-                "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            )?;
-            let mut buf = [0u8; 12];
-            s.read_exact(&mut buf)?;
-            Ok(buf.starts_with(b"HTTP/1.1 200"))
-        })();
+        let request = format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let answered = answers_200(
+            self.addr,
+            &request,
+            Duration::from_secs(2),
+            Duration::from_secs(60),
+        );
         let died = || {
             std::thread::sleep(Duration::from_millis(100));
             self.watch().exited()
@@ -397,17 +396,29 @@ fn free_port() -> Result<u16> {
 
 /// A plain HTTP/1.1 GET /health: no client library needed for one request on loopback.
 fn health_ok(addr: SocketAddr) -> bool {
-    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
-    if s.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-        .is_err()
-    {
-        return false;
-    }
+    let request = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    answers_200(
+        addr,
+        request,
+        Duration::from_millis(200),
+        Duration::from_millis(500),
+    )
+    .unwrap_or(false)
+}
+
+/// Writes one raw HTTP/1.1 request and says whether the status line is `200`.
+fn answers_200(
+    addr: SocketAddr,
+    request: &str,
+    connect: Duration,
+    read: Duration,
+) -> std::io::Result<bool> {
+    let mut s = TcpStream::connect_timeout(&addr, connect)?;
+    s.set_read_timeout(Some(read))?;
+    s.write_all(request.as_bytes())?;
     let mut buf = [0u8; 12];
-    s.read_exact(&mut buf).is_ok() && buf.starts_with(b"HTTP/1.1 200")
+    s.read_exact(&mut buf)?;
+    Ok(buf.starts_with(b"HTTP/1.1 200"))
 }
 
 fn log_tail(path: &Path, lines: usize) -> String {

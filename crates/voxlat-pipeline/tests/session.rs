@@ -946,22 +946,16 @@ fn last_user_messages(requests: &std::sync::Mutex<Vec<voxlat_llm::ChatRequest>>)
         .collect()
 }
 
-/// The endpoint of speech from `start` to `end`, reached now.
-fn endpoint_of(start: Nanos, end: Nanos) -> SourceEvent {
-    vad(VadEvent::Endpoint {
-        speech_start: start,
-        speech_end: end,
-        at: clock::now(),
-        audio: utterance(),
-        confirms_provisional: false,
-        turn_probability: None,
-        forced: false,
-    })
-}
-
 /// A live session where the user is committed, speaks again `resume_ms` later for
-/// `speech_ms`, and is committed again 100 ms after that; every record.
-fn went_on_after_commit(f: &Fakes, resume_ms: u32, speech_ms: u32) -> Vec<TurnRecord> {
+/// `speech_ms` (`audio`: empty when the utterance cannot be transcribed), is committed again
+/// 100 ms after that, and the session runs `then_ms` more; every record.
+fn went_on_after_commit(
+    f: &Fakes,
+    resume_ms: u32,
+    speech_ms: u32,
+    audio: Vec<f32>,
+    then_ms: u32,
+) -> Vec<TurnRecord> {
     live_turns(f, move |tx| async move {
         tx.send(endpoint(false)).await.unwrap();
         tokio::time::sleep(resume_ms * MS).await;
@@ -971,8 +965,17 @@ fn went_on_after_commit(f: &Fakes, resume_ms: u32, speech_ms: u32) -> Vec<TurnRe
             .unwrap();
         tokio::time::sleep((speech_ms + 100) * MS).await;
         let end = Nanos(start.0 + u64::from(speech_ms) * 1_000_000);
-        tx.send(endpoint_of(start, end)).await.unwrap();
-        tokio::time::sleep(3_000 * MS).await;
+        let second = vad(VadEvent::Endpoint {
+            speech_start: start,
+            speech_end: end,
+            at: clock::now(),
+            audio,
+            confirms_provisional: false,
+            turn_probability: None,
+            forced: false,
+        });
+        tx.send(second).await.unwrap();
+        tokio::time::sleep(then_ms * MS).await;
     })
 }
 
@@ -986,7 +989,7 @@ fn merged_continuation(asr_ms: u32, resume_ms: u32, wasted_ms: f64) {
     f.asr = FakeAsr::new(&["What's the weather", "in Paris?"], asr_ms * MS);
     f.llm.ttft = 800 * MS;
     let requests = f.llm.requests.clone();
-    let recs = went_on_after_commit(&f, resume_ms, 700);
+    let recs = went_on_after_commit(&f, resume_ms, 700, utterance(), 3_000);
     assert_eq!(recs.len(), 2, "{recs:#?}");
     assert_eq!(recs[0].outcome, TurnOutcome::Interrupted);
     assert_eq!(recs[0].transcript, "What's the weather");
@@ -1028,7 +1031,7 @@ fn a_cough_after_an_early_commit_keeps_the_words() {
     f.asr = FakeAsr::new(&["Set a timer", ""], 20 * MS);
     f.llm.ttft = 800 * MS;
     let requests = f.llm.requests.clone();
-    let recs = went_on_after_commit(&f, 200, 300);
+    let recs = went_on_after_commit(&f, 200, 300, utterance(), 3_000);
     assert_eq!(recs.len(), 1, "{recs:#?}");
     let rec = &recs[0];
     assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
@@ -1057,7 +1060,7 @@ fn long_reply(asr: &[&str]) -> Fakes {
 fn a_cough_over_a_playing_reply_pauses_it_and_it_plays_on_from_where_it_stopped() {
     let f = long_reply(&["Set a timer", ""]);
     let requests = f.llm.requests.clone();
-    let recs = went_on_after_commit(&f, 400, 300);
+    let recs = went_on_after_commit(&f, 400, 300, utterance(), 3_000);
     assert_eq!(recs.len(), 1, "{recs:#?}");
     let rec = &recs[0];
     assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
@@ -1086,7 +1089,7 @@ fn a_cough_over_a_playing_reply_pauses_it_and_it_plays_on_from_where_it_stopped(
 fn a_backchannel_over_a_playing_reply_is_kept_and_the_reply_plays_on() {
     let f = long_reply(&["Set a timer", "Mm-hm."]);
     let requests = f.llm.requests.clone();
-    let recs = went_on_after_commit(&f, 400, 300);
+    let recs = went_on_after_commit(&f, 400, 300, utterance(), 3_000);
     assert_eq!(recs.len(), 1, "{recs:#?}");
     assert_eq!(recs[0].outcome, TurnOutcome::Ok, "{:?}", recs[0].error);
     assert_eq!(recs[0].passed_over, ["Mm-hm."]);
@@ -1103,7 +1106,7 @@ fn words_over_a_playing_reply_replace_it_and_join_the_same_user_message() {
     // Piper's time for the dropped reply's chunks is waste, like its LLM request's.
     f.tts.compute = 150 * MS;
     let requests = f.llm.requests.clone();
-    let recs = went_on_after_commit(&f, 400, 700);
+    let recs = went_on_after_commit(&f, 400, 700, utterance(), 3_000);
     assert_eq!(recs.len(), 2, "{recs:#?}");
     assert_eq!(recs[0].outcome, TurnOutcome::Interrupted);
     let [pause] = recs[0].reply_pauses[..] else {
@@ -1140,32 +1143,6 @@ fn words_over_a_playing_reply_replace_it_and_join_the_same_user_message() {
     );
 }
 
-/// A live session where the user is committed, speaks again `resume_ms` later for 700 ms,
-/// and that utterance's transcription fails (no audio reaches the scripted ASR, which then
-/// errs as Whisper does); the source stays open `then_ms` more. Every record.
-fn went_on_untranscribable(f: &Fakes, resume_ms: u32, then_ms: u32) -> Vec<TurnRecord> {
-    live_turns(f, move |tx| async move {
-        tx.send(endpoint(false)).await.unwrap();
-        tokio::time::sleep(resume_ms * MS).await;
-        let start = clock::now();
-        tx.send(vad(VadEvent::SpeechStart { at: start }))
-            .await
-            .unwrap();
-        tokio::time::sleep(800 * MS).await;
-        let failing = vad(VadEvent::Endpoint {
-            speech_start: start,
-            speech_end: Nanos(start.0 + 700_000_000),
-            at: clock::now(),
-            audio: Vec::new(),
-            confirms_provisional: false,
-            turn_probability: None,
-            forced: false,
-        });
-        tx.send(failing).await.unwrap();
-        tokio::time::sleep(then_ms * MS).await;
-    })
-}
-
 /// The user goes on over the playing reply, and that utterance cannot be transcribed: what
 /// they said is unknown, so the reply to the words that are known plays on at once, and the
 /// failed utterance gets a record of its own that reports the error.
@@ -1173,7 +1150,7 @@ fn went_on_untranscribable(f: &Fakes, resume_ms: u32, then_ms: u32) -> Vec<TurnR
 fn an_utterance_that_fails_to_transcribe_over_a_paused_reply_lets_it_play_on() {
     let f = long_reply(&["What's the weather"]);
     let requests = f.llm.requests.clone();
-    let recs = went_on_untranscribable(&f, 400, 4_000);
+    let recs = went_on_after_commit(&f, 400, 700, Vec::new(), 4_000);
     assert_eq!(recs.len(), 2, "{recs:#?}");
     assert_eq!(recs[0].outcome, TurnOutcome::Ok, "{:?}", recs[0].error);
     let [pause] = recs[0].reply_pauses[..] else {
@@ -1198,7 +1175,7 @@ fn carried_words_outlive_an_utterance_that_fails_to_transcribe() {
     f.asr = FakeAsr::new(&["Ask not what your country can do"], 20 * MS);
     f.llm.ttft = 3_000 * MS;
     let requests = f.llm.requests.clone();
-    let recs = went_on_untranscribable(&f, 2_200, 7_000);
+    let recs = went_on_after_commit(&f, 2_200, 700, Vec::new(), 7_000);
     assert_eq!(recs.len(), 3, "{recs:#?}");
     assert_eq!(recs[0].outcome, TurnOutcome::Interrupted);
     assert_eq!(recs[1].outcome, TurnOutcome::Error);
