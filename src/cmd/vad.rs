@@ -22,6 +22,10 @@ pub struct VadArgs {
     /// Silence (ms) after which a provisional end is emitted; 0 disables speculation.
     #[arg(long, default_value_t = voxlat_vad::EndpointerConfig::default().provisional_ms)]
     pub provisional: u32,
+    /// Count the provisional silence from the VAD's last voiced frame, as before 2026-12-05,
+    /// not from the refined end of speech (50-300 ms sooner; see docs/latency-model.md).
+    #[arg(long)]
+    pub provisional_from_vad: bool,
     /// The frame classifier: webrtc (webrtc-vad, 20 ms frames) or silero (Silero VAD on ONNX
     /// Runtime, 32 ms frames; needs `voxlat models fetch silero-vad onnxruntime`).
     #[arg(long, default_value = "webrtc", value_parser = ["webrtc", "silero"])]
@@ -43,6 +47,7 @@ pub fn run(args: VadArgs) -> Result<ExitCode> {
         mode: args.mode,
         hangover_ms: args.hangover,
         provisional_ms: args.provisional,
+        early_provisional: !args.provisional_from_vad,
         min_speech_ms: args.min_speech,
         tail_ms: EndpointerConfig::default()
             .tail_ms

@@ -157,6 +157,10 @@ pub enum AsrError {
     NotFinite { index: usize },
     #[error("whisper.cpp failed: {0}")]
     Inference(#[source] WhisperError),
+    /// The caller gave up on the transcription while Whisper ran (a speculative one whose
+    /// turn went on), and the decode stopped early.
+    #[error("the transcription was abandoned while Whisper ran")]
+    Abandoned,
     /// A remote transcription server failed; the error says how, with the fix.
     #[error("remote ASR: {0}")]
     Remote(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -230,6 +234,14 @@ pub struct WhisperEngine {
     fallback: Fallback,
 }
 
+/// whisper.cpp's abort callback: `user_data` points at a `&dyn Fn() -> bool` (see
+/// [`WhisperEngine::decode`]).
+unsafe extern "C" fn ask_abandoned(user_data: *mut std::ffi::c_void) -> bool {
+    // SAFETY: set by `decode` to a reference that lives through the call that invokes this.
+    let abandoned = unsafe { &*(user_data as *const &dyn Fn() -> bool) };
+    abandoned()
+}
+
 /// `audio_ctx` for an utterance of `seconds`: just enough encoder frames, plus the padding that
 /// keeps the decoder stable, never more than the model's window.
 pub fn audio_ctx_for(seconds: f64) -> i32 {
@@ -279,6 +291,17 @@ impl WhisperEngine {
 
     /// Transcribes 16 kHz mono samples in [-1, 1].
     pub fn transcribe(&mut self, samples: &[f32]) -> Result<Transcript, AsrError> {
+        self.transcribe_unless(samples, &|| false)
+    }
+
+    /// As [`WhisperEngine::transcribe`], stopping with [`AsrError::Abandoned`] soon after
+    /// `abandoned` turns true: whisper.cpp asks between graph nodes, so a decode nobody awaits
+    /// gives the cores back within milliseconds instead of running its hundreds.
+    pub fn transcribe_unless(
+        &mut self,
+        samples: &[f32],
+        abandoned: &dyn Fn() -> bool,
+    ) -> Result<Transcript, AsrError> {
         if samples.is_empty() {
             return Err(AsrError::EmptyAudio);
         }
@@ -290,7 +313,7 @@ impl WhisperEngine {
         padded.extend_from_slice(samples);
         let fit = audio_ctx_for(padded.len() as f64 / SAMPLE_RATE as f64);
         let cap = token_cap_for(seconds);
-        let first = self.decode(&padded, fit, 0.0, cap)?;
+        let first = self.decode(&padded, fit, 0.0, cap, abandoned)?;
         let mut compute = first.compute;
         let mut fallback = None;
         let mut kept = first;
@@ -299,7 +322,7 @@ impl WhisperEngine {
             let mut retries = 0;
             let mut recovered = false;
             for (audio_ctx, temperature) in self.fallback.retry_plan(fit) {
-                let retry = self.decode(&padded, audio_ctx, temperature, cap)?;
+                let retry = self.decode(&padded, audio_ctx, temperature, cap, abandoned)?;
                 retries += 1;
                 compute += retry.compute;
                 let passed =
@@ -355,6 +378,7 @@ impl WhisperEngine {
         audio_ctx: i32,
         temperature: f32,
         max_tokens: i32,
+        abandoned: &dyn Fn() -> bool,
     ) -> Result<Decode, AsrError> {
         let mut params = FullParams::new(SamplingStrategy::Greedy { best_of: 1 });
         params.set_n_threads(self.threads);
@@ -378,10 +402,23 @@ impl WhisperEngine {
         params.set_print_special(false);
         params.set_print_timestamps(false);
 
+        // The callback gets a pointer to `abandoned`, which outlives the call: `full` returns
+        // before this frame does, and whisper.cpp keeps no copy of the pointer.
+        let abandoned_ref: &&dyn Fn() -> bool = &abandoned;
+        // SAFETY: `ask_abandoned` only reads through the pointer given here, which stays valid
+        // for the whole `full` call (see above); the closure is `Fn`, so a shared call is sound.
+        unsafe {
+            params.set_abort_callback(Some(ask_abandoned));
+            params.set_abort_callback_user_data(
+                abandoned_ref as *const &dyn Fn() -> bool as *mut std::ffi::c_void,
+            );
+        }
         let start = Instant::now();
-        self.state
-            .full(params, samples)
-            .map_err(AsrError::Inference)?;
+        let ran = self.state.full(params, samples);
+        if abandoned() {
+            return Err(AsrError::Abandoned);
+        }
+        ran.map_err(AsrError::Inference)?;
         let compute = start.elapsed();
 
         let eot = self.ctx.token_eot();

@@ -94,6 +94,36 @@ fn short_real_commands_never_loop() {
     assert!(mean <= 0.5, "mean WER {mean:.3}");
 }
 
+/// A decode its caller gives up on stops with `Abandoned`, and the engine transcribes the next
+/// clip as if nothing had happened.
+#[test]
+fn an_abandoned_decode_stops_and_leaves_the_engine_whole() {
+    use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+    let mut engine = WhisperEngine::load(&whisper_model(), 2).expect("load");
+    // Two sentences: whisper.cpp asks after the encoder and after each decoder step.
+    let audio = scenario_audio("real-agent-alreadyon.wav");
+    let whole = AtomicU32::new(0);
+    engine
+        .transcribe_unless(&audio, &|| whole.fetch_add(1, Relaxed) == u32::MAX)
+        .expect("transcribe");
+    let asked = AtomicU32::new(0);
+    let got = engine.transcribe_unless(&audio, &|| asked.fetch_add(1, Relaxed) >= 3);
+    assert!(
+        matches!(got, Err(voxlat_asr::engine::AsrError::Abandoned)),
+        "{got:?}"
+    );
+    // It stopped at the first yes (whisper.cpp asked four times, the engine once more); one
+    // that ran on would have been asked as often as a whole decode.
+    let (asked, whole) = (asked.into_inner(), whole.into_inner());
+    assert_eq!(asked, 5, "a whole decode asks {whole} times");
+    assert!(whole >= 10, "a whole decode asks only {whole} times");
+    let (clip, reference) = SHORT[0];
+    let t = engine
+        .transcribe(&scenario_audio(clip))
+        .expect("transcribe");
+    assert!(wer(reference, &t.text) <= 0.5, "{clip}: {:?}", t.text);
+}
+
 #[test]
 fn silence_and_quiet_noise_do_not_become_turns_but_a_real_thank_you_does() {
     let mut engine = WhisperEngine::load(&whisper_model(), 2).expect("load");

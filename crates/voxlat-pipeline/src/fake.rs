@@ -21,12 +21,14 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Says the scripted transcripts in order (the last one again when they run out), after
-/// `compute`. `calls` counts transcriptions, speculative ones included.
+/// `compute`. `calls` counts transcriptions, speculative ones included; `abandoned` those it
+/// gave up midway because nobody awaited them any more.
 #[derive(Clone)]
 pub struct FakeAsr {
     pub texts: Arc<Mutex<VecDeque<String>>>,
     pub compute: Duration,
     pub calls: Arc<AtomicU32>,
+    pub abandoned: Arc<AtomicU32>,
 }
 
 impl FakeAsr {
@@ -35,11 +37,41 @@ impl FakeAsr {
             texts: Arc::new(Mutex::new(texts.iter().map(|s| s.to_string()).collect())),
             compute,
             calls: Arc::new(AtomicU32::new(0)),
+            abandoned: Arc::new(AtomicU32::new(0)),
         }
     }
 }
 
 impl Transcriber for FakeAsr {
+    /// Computes in 5 ms steps, as whisper.cpp asks between graph nodes.
+    fn transcribe_unless(
+        &mut self,
+        audio: &[f32],
+        abandoned: &dyn Fn() -> bool,
+    ) -> Result<Transcript, AsrError> {
+        let step = Duration::from_millis(5);
+        let mut left = self.compute;
+        while !left.is_zero() {
+            if abandoned() {
+                self.calls.fetch_add(1, Ordering::SeqCst);
+                self.abandoned.fetch_add(1, Ordering::SeqCst);
+                return Err(AsrError::Abandoned);
+            }
+            let now = left.min(step);
+            std::thread::sleep(now);
+            left -= now;
+        }
+        let mut done = FakeAsr {
+            compute: Duration::ZERO,
+            ..self.clone()
+        };
+        done.transcribe(audio).map(|t| Transcript {
+            compute: self.compute,
+            real_time_factor: self.compute.as_secs_f64() / t.audio.as_secs_f64().max(1e-9),
+            ..t
+        })
+    }
+
     fn transcribe(&mut self, audio: &[f32]) -> Result<Transcript, AsrError> {
         if audio.is_empty() {
             return Err(AsrError::EmptyAudio);

@@ -24,11 +24,30 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// Speech to text for one utterance (16 kHz mono).
 pub trait Transcriber {
     fn transcribe(&mut self, audio: &[f32]) -> Result<Transcript, AsrError>;
+
+    /// As `transcribe`, giving up once `abandoned` says nobody awaits the result any more;
+    /// a transcriber that cannot stop midway finishes.
+    fn transcribe_unless(
+        &mut self,
+        audio: &[f32],
+        abandoned: &dyn Fn() -> bool,
+    ) -> Result<Transcript, AsrError> {
+        let _ = abandoned;
+        self.transcribe(audio)
+    }
 }
 
 impl Transcriber for WhisperEngine {
     fn transcribe(&mut self, audio: &[f32]) -> Result<Transcript, AsrError> {
         WhisperEngine::transcribe(self, audio)
+    }
+
+    fn transcribe_unless(
+        &mut self,
+        audio: &[f32],
+        abandoned: &dyn Fn() -> bool,
+    ) -> Result<Transcript, AsrError> {
+        WhisperEngine::transcribe_unless(self, audio, abandoned)
     }
 }
 

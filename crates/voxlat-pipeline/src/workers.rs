@@ -88,7 +88,10 @@ impl AsrWorker {
                         continue;
                     }
                     let started = clock::now();
-                    let transcript = engine.transcribe(&job.audio);
+                    // Given up midway too: a decode of a turn that went on would hold the
+                    // cores for hundreds of ms while the next provisional end waits.
+                    let transcript =
+                        engine.transcribe_unless(&job.audio, &|| job.reply.is_closed());
                     let finished = clock::now();
                     if let Some(m) = &job.meter {
                         m.span(started, finished);
@@ -320,5 +323,27 @@ mod tests {
             2,
             "the abandoned job never ran"
         );
+    }
+
+    #[test]
+    fn a_running_transcription_nobody_awaits_stops_midway() {
+        let fake = FakeAsr::new(&["given up"], Duration::from_secs(30));
+        let abandoned = fake.abandoned.clone();
+        let worker = AsrWorker::spawn(move || Ok::<_, std::convert::Infallible>(fake))
+            .expect("the worker starts");
+        let running = worker.submit(vec![0.1f32; 1600]);
+        std::thread::sleep(Duration::from_millis(50));
+        drop(running);
+        // Dropping the worker waits for the job in hand: 30 s, unless it stopped.
+        let t0 = std::time::Instant::now();
+        while abandoned.load(Ordering::SeqCst) == 0 && t0.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(
+            abandoned.load(Ordering::SeqCst),
+            1,
+            "the running job gave up"
+        );
+        drop(worker);
     }
 }

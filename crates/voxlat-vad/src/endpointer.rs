@@ -40,6 +40,11 @@ pub const RESTART_AFTER_ZEROS_MS: u32 = 200;
 /// after the last word measured up to about 300 ms on real recordings.
 pub const REFINE_MS: u64 = 500;
 
+/// With [`EndpointerConfig::early_provisional`], a VAD still calling frames voiced this long
+/// after a provisional end's audio is taken to be hearing speech the energy track missed (a
+/// soft last word), not its own trail: the provisional end is retracted.
+pub const VAD_TRAIL_MS: u32 = 300;
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EndpointerConfig {
@@ -53,10 +58,17 @@ pub struct EndpointerConfig {
     pub pre_roll_ms: u32,
     /// Silence after which a provisional end is emitted; 0 disables speculation.
     pub provisional_ms: u32,
+    /// Count the provisional silence from the refined end of speech (the energy track), not
+    /// from the VAD's last voiced frame, which lags the last word by 50–300 ms: speculation
+    /// starts that much sooner. The provisional audio then ends `tail_ms` after the refined
+    /// end, and only speech the energy track hears after that (or a VAD run longer than
+    /// [`VAD_TRAIL_MS`]) retracts it.
+    pub early_provisional: bool,
     /// Silence after which the turn is over.
     pub hangover_ms: u32,
-    /// Silence kept after the last voiced frame in the utterance audio (at most
-    /// `provisional_ms`, so provisional and final audio are the same).
+    /// Silence kept after the last voiced frame (with `early_provisional`, after the refined
+    /// end of speech) in the utterance audio (at most `provisional_ms`, so provisional and
+    /// final audio are the same).
     pub tail_ms: u32,
     /// A turn longer than this is ended regardless.
     pub max_utterance_ms: u32,
@@ -78,6 +90,7 @@ impl Default for EndpointerConfig {
             // test half, with the same WER, for 12 and 41 discarded speculations (9 and 36).
             // On 20 ms frames it fires at the third silent frame.
             provisional_ms: 50,
+            early_provisional: true,
             hangover_ms: 600,
             tail_ms: 150,
             max_utterance_ms: 30_000,
@@ -144,9 +157,18 @@ enum State {
         /// `utterance` length at the end of the last voiced frame.
         voiced_len: usize,
         silence: usize,
-        provisional_at: Option<Nanos>,
+        provisional: Option<Provisional>,
         last_score: LastScore,
     },
+}
+
+/// A provisional end not yet retracted.
+#[derive(Clone, Copy)]
+struct Provisional {
+    at: Nanos,
+    speech_end: Nanos,
+    /// Its audio is `utterance[..cut]`.
+    cut: usize,
 }
 
 pub struct Endpointer<D: VoiceDetector> {
@@ -294,7 +316,7 @@ impl<D: VoiceDetector> Endpointer<D> {
                         last_voiced_end: end,
                         voiced_len,
                         silence: 0,
-                        provisional_at: None,
+                        provisional: None,
                         last_score: None,
                     };
                     events.push(VadEvent::SpeechStart { at: speech_start });
@@ -304,7 +326,7 @@ impl<D: VoiceDetector> Endpointer<D> {
                 last_voiced_end,
                 voiced_len,
                 silence,
-                provisional_at,
+                provisional,
                 last_score,
                 ..
             } => {
@@ -314,35 +336,64 @@ impl<D: VoiceDetector> Endpointer<D> {
                     *voiced_len = self.utterance.len();
                     *silence = 0;
                     *last_score = None;
-                    if let Some(p) = provisional_at.take() {
-                        events.push(VadEvent::Retracted {
-                            at: end,
-                            provisional_at: p,
-                        });
-                    }
                 } else {
                     *silence += fs;
                 }
                 let silence_now = *silence;
                 let mut score = *last_score;
-                let provisional_due = cfg.provisional_ms > 0
-                    && provisional_at.is_none()
-                    && silence_now >= EndpointerConfig::samples(cfg.provisional_ms);
                 let voiced_len = *voiced_len;
                 let speech_end = refine_end(&self.energy, *last_voiced_end);
-                if provisional_due {
-                    *provisional_at = Some(end);
-                    let audio = self.trimmed_audio(voiced_len);
+                let trail_limit = EndpointerConfig::samples(VAD_TRAIL_MS);
+                let tail_ms = cfg.tail_ms.min(cfg.provisional_ms.max(1));
+                if let Some(p) = *provisional {
+                    // The refined end moves by a block or two as the energy track's floor
+                    // settles; only speech past the provisional audio's end is the speaker
+                    // going on.
+                    let resumed = if cfg.early_provisional {
+                        speech_end.0 > p.speech_end.0 + u64::from(tail_ms) * 1_000_000
+                            || voiced_len > p.cut + trail_limit
+                    } else {
+                        voiced
+                    };
+                    if resumed {
+                        *provisional = None;
+                        events.push(VadEvent::Retracted {
+                            at: end,
+                            provisional_at: p.at,
+                        });
+                    }
+                }
+                let tail = EndpointerConfig::samples(tail_ms);
+                let quiet_ns = end.0.saturating_sub(speech_end.0);
+                let len = self.utterance.len();
+                // The sample at `speech_end`, counted back from the frame's last one.
+                let back = (quiet_ns as f64 / self.period_ns) as usize;
+                let energy_cut = (len.saturating_sub(back) + tail).min(len);
+                // A VAD run far past the refined end is speech the energy track missed: the
+                // VAD's own silence decides, as without `early_provisional`.
+                let (provisional_due, cut) =
+                    if cfg.early_provisional && voiced_len <= energy_cut + trail_limit {
+                        let due = quiet_ns >= u64::from(cfg.provisional_ms) * 1_000_000;
+                        (due, energy_cut)
+                    } else {
+                        let due = silence_now >= EndpointerConfig::samples(cfg.provisional_ms);
+                        (due, (voiced_len + tail).min(len))
+                    };
+                if cfg.provisional_ms > 0 && provisional.is_none() && provisional_due {
+                    *provisional = Some(Provisional {
+                        at: end,
+                        speech_end,
+                        cut,
+                    });
                     events.push(VadEvent::Provisional {
                         speech_end,
                         at: end,
-                        audio,
+                        audio: self.utterance[..cut].to_vec(),
                     });
                 }
                 // The hangover runs from the refined end of speech, not from the VAD's last
                 // voiced frame: the 50–300 ms the VAD keeps calling breath and thumps voiced
                 // are silence the user already waited through.
-                let quiet_ns = end.0.saturating_sub(speech_end.0);
                 let hangover_ns = u64::from(self.cfg.hangover_ms) * 1_000_000;
                 let samples = EndpointerConfig::samples;
                 let mut commit = None;
@@ -410,17 +461,23 @@ impl<D: VoiceDetector> Endpointer<D> {
             speech_start,
             last_voiced_end,
             voiced_len,
-            provisional_at,
+            provisional,
             ..
         } = self.state
         {
-            let audio = self.trimmed_audio(voiced_len);
+            // A provisional end that stands gives its own audio, so the work started on it
+            // stands too.
+            let standing = provisional.filter(|_| !forced);
+            let audio = match standing {
+                Some(p) => self.utterance[..p.cut].to_vec(),
+                None => self.trimmed_audio(voiced_len),
+            };
             events.push(VadEvent::Endpoint {
                 speech_start,
                 speech_end: refine_end(&self.energy, last_voiced_end),
                 at,
                 audio,
-                confirms_provisional: provisional_at.is_some() && !forced,
+                confirms_provisional: standing.is_some(),
                 turn_probability,
                 forced,
             });
@@ -550,6 +607,171 @@ mod tests {
         // The tone ends at 1500 ms; the VAD's last voiced frame at 1800 ms (the old rule
         // ended the turn about 900 ms after the tone).
         assert_ended(*speech_end, *at, 1500);
+    }
+
+    /// A 440 Hz tone from 500 to 1500 ms, then `trail_ms` that the scripted detector calls
+    /// voiced but that holds no speech-band energy (a DC offset, as the VAD's own trail after
+    /// the last word), then silence.
+    fn tone_then_vad_trail(trail_ms: usize) -> Vec<f32> {
+        let mut samples = vec![0.0f32; 500 * 16];
+        samples.extend((0..1000 * 16).map(|i| {
+            0.01 + 0.3 * (i as f32 * 2.0 * std::f32::consts::PI * 440.0 / 16_000.0).sin()
+        }));
+        samples.extend(std::iter::repeat_n(0.01f32, trail_ms * 16));
+        samples.extend(std::iter::repeat_n(0.0f32, 1500 * 16));
+        samples
+    }
+
+    fn provisional_and_endpoint(events: &[VadEvent]) -> (&VadEvent, &VadEvent) {
+        match events {
+            [VadEvent::SpeechStart { .. }, p @ VadEvent::Provisional { .. }, e @ VadEvent::Endpoint { .. }] => {
+                (p, e)
+            }
+            _ => panic!("{:?}", kinds(events)),
+        }
+    }
+
+    /// The provisional end comes `provisional_ms` after the refined end of speech, while the
+    /// VAD still calls its trail voiced, and its audio, confirmed at the endpoint, ends
+    /// `tail` after the speech.
+    #[test]
+    fn an_early_provisional_end_does_not_wait_for_the_vad_trail() {
+        let cfg = EndpointerConfig::default();
+        let events = feed(
+            Endpointer::new(cfg.clone(), Scripted).unwrap(),
+            &tone_then_vad_trail(200),
+        );
+        let (p, e) = provisional_and_endpoint(&events);
+        let VadEvent::Provisional {
+            speech_end,
+            at,
+            audio,
+        } = p
+        else {
+            unreachable!()
+        };
+        assert!(
+            speech_end.0.abs_diff(1500 * MS) <= 10 * MS,
+            "{} ms",
+            speech_end.0 / MS
+        );
+        let after = at.0 - speech_end.0;
+        assert!(
+            (50 * MS..70 * MS).contains(&after),
+            "provisional {} ms after the speech, inside the 200 ms trail",
+            after / MS
+        );
+        let kept_ms = (audio.len() / 16) as u64;
+        assert!(
+            (1300 + 50..=1300 + 60).contains(&kept_ms),
+            "pre-roll, speech and a 50 ms tail, not the trail: {kept_ms} ms"
+        );
+        let VadEvent::Endpoint {
+            audio: final_audio,
+            confirms_provisional,
+            ..
+        } = e
+        else {
+            unreachable!()
+        };
+        assert!(*confirms_provisional);
+        assert_eq!(
+            final_audio, audio,
+            "speculative work on the provisional audio stands"
+        );
+        let late = Endpointer::new(
+            EndpointerConfig {
+                early_provisional: false,
+                ..cfg
+            },
+            Scripted,
+        )
+        .unwrap();
+        let events = feed(late, &tone_then_vad_trail(200));
+        let (VadEvent::Provisional { at: late_at, .. }, _) = provisional_and_endpoint(&events)
+        else {
+            unreachable!()
+        };
+        assert!(
+            late_at.0 >= 1700 * MS + 50 * MS,
+            "counted from the trail: {} ms",
+            late_at.0 / MS
+        );
+    }
+
+    /// The speaker goes on after an early provisional end: the energy track hears it, and the
+    /// provisional end is retracted before the VAD's silence would have allowed one at all.
+    #[test]
+    fn speech_after_an_early_provisional_end_retracts_it() {
+        let ev = run(
+            EndpointerConfig::default(),
+            &[
+                (false, 300),
+                (true, 600),
+                (false, 120),
+                (true, 600),
+                (false, 900),
+            ],
+            320,
+        );
+        assert_eq!(
+            kinds(&ev),
+            [
+                "start",
+                "provisional",
+                "retracted",
+                "provisional",
+                "endpoint"
+            ]
+        );
+        let VadEvent::Endpoint {
+            audio,
+            confirms_provisional,
+            ..
+        } = &ev[4]
+        else {
+            unreachable!()
+        };
+        assert!(*confirms_provisional);
+        assert!(
+            audio.len() >= (300 + 600 + 120 + 600) * 16,
+            "both parts in one turn"
+        );
+    }
+
+    /// A VAD run that goes on far past the refined end is not a trail: whatever the energy
+    /// track missed in it stays in the audio, and the VAD's own silence sets the provisional
+    /// end.
+    #[test]
+    fn a_vad_run_longer_than_a_trail_keeps_its_audio() {
+        let trail = VAD_TRAIL_MS as usize + 200;
+        let events = feed(
+            Endpointer::new(EndpointerConfig::default(), Scripted).unwrap(),
+            &tone_then_vad_trail(trail),
+        );
+        let (p, e) = match &events[..] {
+            // Taken early, then retracted once the run outlasted a trail.
+            [_, _, VadEvent::Retracted { .. }, p, e] => (p, e),
+            _ => panic!("{:?}", kinds(&events)),
+        };
+        let VadEvent::Provisional { audio, .. } = p else {
+            unreachable!()
+        };
+        assert!(
+            audio.len() >= (300 + 1000 + trail) * 16,
+            "{} ms",
+            audio.len() / 16
+        );
+        let VadEvent::Endpoint {
+            audio: final_audio,
+            confirms_provisional,
+            ..
+        } = e
+        else {
+            unreachable!()
+        };
+        assert!(*confirms_provisional);
+        assert_eq!(final_audio, audio);
     }
 
     /// Room hiss at about -50 dBFS with a 440 Hz "word" over it from 1200 to 2000 ms. The

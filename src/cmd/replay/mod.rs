@@ -55,6 +55,10 @@ pub struct ReplayArgs {
     /// Silence (ms) after which ASR starts speculatively; 0 disables speculation.
     #[arg(long, default_value_t = voxlat_vad::EndpointerConfig::default().provisional_ms)]
     pub provisional: u32,
+    /// Count the provisional silence from the VAD's last voiced frame, as before 2026-12-05,
+    /// not from the refined end of speech (50-300 ms sooner; see docs/latency-model.md).
+    #[arg(long)]
+    pub provisional_from_vad: bool,
     #[command(flatten)]
     pub turn: TurnArgs,
     #[command(flatten)]
@@ -131,6 +135,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     let mut endpointer = EndpointerConfig {
         hangover_ms: args.hangover,
         provisional_ms: args.provisional,
+        early_provisional: !args.provisional_from_vad,
         tail_ms: EndpointerConfig::default()
             .tail_ms
             .min(args.provisional.max(1)),

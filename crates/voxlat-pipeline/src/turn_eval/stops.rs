@@ -43,8 +43,10 @@ impl Stop {
 /// The stops of `turn` under `base`'s VAD settings.
 pub fn stops(turn: &LoadedTurn, base: &EndpointerConfig) -> Result<Vec<Stop>, VadError> {
     // A hangover no pause reaches: the endpointer only reports the stops and the resumptions.
+    // A stop is the VAD's own silence, as Pipecat's VAD stop is.
     let cfg = EndpointerConfig {
         provisional_ms: STOP_MS,
+        early_provisional: false,
         tail_ms: base.tail_ms.min(STOP_MS),
         hangover_ms: base.max_utterance_ms.saturating_sub(1).max(STOP_MS + 1),
         ..base.clone()
