@@ -622,6 +622,21 @@ mod tests {
         samples
     }
 
+    /// `endpoint` confirms a provisional end whose audio was `audio`, and hands over the same,
+    /// so the speculative work on it stands.
+    fn confirms_with(endpoint: &VadEvent, audio: &[f32]) {
+        let VadEvent::Endpoint {
+            audio: final_audio,
+            confirms_provisional,
+            ..
+        } = endpoint
+        else {
+            panic!("not an endpoint")
+        };
+        assert!(*confirms_provisional);
+        assert_eq!(final_audio.as_slice(), audio);
+    }
+
     fn provisional_and_endpoint(events: &[VadEvent]) -> (&VadEvent, &VadEvent) {
         match events {
             [VadEvent::SpeechStart { .. }, p @ VadEvent::Provisional { .. }, e @ VadEvent::Endpoint { .. }] => {
@@ -666,19 +681,7 @@ mod tests {
             (1300 + 50..=1300 + 60).contains(&kept_ms),
             "pre-roll, speech and a 50 ms tail, not the trail: {kept_ms} ms"
         );
-        let VadEvent::Endpoint {
-            audio: final_audio,
-            confirms_provisional,
-            ..
-        } = e
-        else {
-            unreachable!()
-        };
-        assert!(*confirms_provisional);
-        assert_eq!(
-            final_audio, audio,
-            "speculative work on the provisional audio stands"
-        );
+        confirms_with(e, audio);
         let late = Endpointer::new(
             EndpointerConfig {
                 early_provisional: false,
@@ -696,46 +699,6 @@ mod tests {
             late_at.0 >= 1700 * MS + 50 * MS,
             "counted from the trail: {} ms",
             late_at.0 / MS
-        );
-    }
-
-    /// The speaker goes on after an early provisional end: the energy track hears it, and the
-    /// provisional end is retracted before the VAD's silence would have allowed one at all.
-    #[test]
-    fn speech_after_an_early_provisional_end_retracts_it() {
-        let ev = run(
-            EndpointerConfig::default(),
-            &[
-                (false, 300),
-                (true, 600),
-                (false, 120),
-                (true, 600),
-                (false, 900),
-            ],
-            320,
-        );
-        assert_eq!(
-            kinds(&ev),
-            [
-                "start",
-                "provisional",
-                "retracted",
-                "provisional",
-                "endpoint"
-            ]
-        );
-        let VadEvent::Endpoint {
-            audio,
-            confirms_provisional,
-            ..
-        } = &ev[4]
-        else {
-            unreachable!()
-        };
-        assert!(*confirms_provisional);
-        assert!(
-            audio.len() >= (300 + 600 + 120 + 600) * 16,
-            "both parts in one turn"
         );
     }
 
@@ -762,16 +725,7 @@ mod tests {
             "{} ms",
             audio.len() / 16
         );
-        let VadEvent::Endpoint {
-            audio: final_audio,
-            confirms_provisional,
-            ..
-        } = e
-        else {
-            unreachable!()
-        };
-        assert!(*confirms_provisional);
-        assert_eq!(final_audio, audio);
+        confirms_with(e, audio);
     }
 
     /// Room hiss at about -50 dBFS with a 440 Hz "word" over it from 1200 to 2000 ms. The
@@ -901,23 +855,23 @@ mod tests {
         assert_eq!(audio.len(), (300 + 1000 + tail) * 16);
     }
 
-    #[test]
-    fn a_pause_longer_than_provisional_but_shorter_than_hangover_is_retracted() {
+    /// Speech, a pause of `pause_ms` (longer than the provisional silence, shorter than the
+    /// hangover), speech again: the provisional end is retracted and the turn's audio, which
+    /// the next provisional end's confirmed, holds both parts and `tail_ms` more.
+    fn retracted_then_confirmed(provisional_ms: u32, pause_ms: u32) {
         let cfg = EndpointerConfig {
-            provisional_ms: 200,
+            provisional_ms,
             ..EndpointerConfig::default()
         };
-        let ev = run(
-            cfg,
-            &[
-                (false, 200),
-                (true, 600),
-                (false, 400),
-                (true, 600),
-                (false, 800),
-            ],
-            320,
-        );
+        let tail = cfg.tail_ms.min(provisional_ms);
+        let pattern = [
+            (false, 200),
+            (true, 600),
+            (false, pause_ms),
+            (true, 600),
+            (false, 800),
+        ];
+        let ev = run(cfg, &pattern, 320);
         assert_eq!(
             kinds(&ev),
             [
@@ -938,10 +892,21 @@ mod tests {
         };
         assert!(confirms_provisional);
         assert_eq!(
-            audio.len(),
-            (200 + 600 + 400 + 600 + 150) * 16,
+            audio.len() as u32,
+            (200 + 600 + pause_ms + 600 + tail) * 16,
             "both parts in one turn"
         );
+    }
+
+    #[test]
+    fn a_pause_longer_than_provisional_but_shorter_than_hangover_is_retracted() {
+        retracted_then_confirmed(200, 400);
+    }
+
+    /// The default provisional end comes 50 ms into the pause, so a 120 ms pause retracts it.
+    #[test]
+    fn a_short_pause_retracts_an_early_provisional_end() {
+        retracted_then_confirmed(EndpointerConfig::default().provisional_ms, 120);
     }
 
     #[test]
