@@ -295,8 +295,8 @@ impl WhisperEngine {
     }
 
     /// As [`WhisperEngine::transcribe`], stopping with [`AsrError::Abandoned`] soon after
-    /// `abandoned` turns true: whisper.cpp asks between graph nodes, so a decode nobody awaits
-    /// gives the cores back within milliseconds instead of running its hundreds.
+    /// `abandoned` turns true: whisper.cpp asks after the encoder and after each decoder step,
+    /// so a decode nobody awaits gives the cores back at its next step instead of running on.
     pub fn transcribe_unless(
         &mut self,
         samples: &[f32],

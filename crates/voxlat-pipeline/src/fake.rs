@@ -43,17 +43,24 @@ impl FakeAsr {
 }
 
 impl Transcriber for FakeAsr {
-    /// Computes in 5 ms steps, as whisper.cpp asks between graph nodes.
+    fn transcribe(&mut self, audio: &[f32]) -> Result<Transcript, AsrError> {
+        self.transcribe_unless(audio, &|| false)
+    }
+
+    /// Computes in 5 ms steps, asking between them, as whisper.cpp asks between decoder steps.
     fn transcribe_unless(
         &mut self,
         audio: &[f32],
         abandoned: &dyn Fn() -> bool,
     ) -> Result<Transcript, AsrError> {
+        if audio.is_empty() {
+            return Err(AsrError::EmptyAudio);
+        }
+        self.calls.fetch_add(1, Ordering::SeqCst);
         let step = Duration::from_millis(5);
         let mut left = self.compute;
         while !left.is_zero() {
             if abandoned() {
-                self.calls.fetch_add(1, Ordering::SeqCst);
                 self.abandoned.fetch_add(1, Ordering::SeqCst);
                 return Err(AsrError::Abandoned);
             }
@@ -61,23 +68,6 @@ impl Transcriber for FakeAsr {
             std::thread::sleep(now);
             left -= now;
         }
-        let mut done = FakeAsr {
-            compute: Duration::ZERO,
-            ..self.clone()
-        };
-        done.transcribe(audio).map(|t| Transcript {
-            compute: self.compute,
-            real_time_factor: self.compute.as_secs_f64() / t.audio.as_secs_f64().max(1e-9),
-            ..t
-        })
-    }
-
-    fn transcribe(&mut self, audio: &[f32]) -> Result<Transcript, AsrError> {
-        if audio.is_empty() {
-            return Err(AsrError::EmptyAudio);
-        }
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        std::thread::sleep(self.compute);
         let text = {
             let mut t = lock(&self.texts);
             if t.len() > 1 {

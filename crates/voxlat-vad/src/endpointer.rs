@@ -117,6 +117,12 @@ impl EndpointerConfig {
     fn samples(ms: u32) -> usize {
         (u64::from(RATE) * u64::from(ms) / 1000) as usize
     }
+
+    /// The tail kept after the end of speech, ms: at most `provisional_ms`, so that a
+    /// provisional end already has it.
+    fn tail_kept_ms(&self) -> u32 {
+        self.tail_ms.min(self.provisional_ms.max(1))
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -344,7 +350,7 @@ impl<D: VoiceDetector> Endpointer<D> {
                 let voiced_len = *voiced_len;
                 let speech_end = refine_end(&self.energy, *last_voiced_end);
                 let trail_limit = EndpointerConfig::samples(VAD_TRAIL_MS);
-                let tail_ms = cfg.tail_ms.min(cfg.provisional_ms.max(1));
+                let tail_ms = cfg.tail_kept_ms();
                 if let Some(p) = *provisional {
                     // The refined end moves by a block or two as the energy track's floor
                     // settles; only speech past the provisional audio's end is the speaker
@@ -445,7 +451,7 @@ impl<D: VoiceDetector> Endpointer<D> {
     }
 
     fn trimmed_audio(&self, voiced_len: usize) -> Vec<f32> {
-        let tail = EndpointerConfig::samples(self.cfg.tail_ms.min(self.cfg.provisional_ms.max(1)));
+        let tail = EndpointerConfig::samples(self.cfg.tail_kept_ms());
         let end = (voiced_len + tail).min(self.utterance.len());
         self.utterance[..end].to_vec()
     }
@@ -586,29 +592,6 @@ mod tests {
             .collect()
     }
 
-    /// Speech (a 440 Hz tone), then 300 ms the detector still calls voiced but that holds no
-    /// speech-band energy (a DC offset, as a VAD's own trail or a breath would be to the
-    /// energy track), then silence.
-    #[test]
-    fn the_hangover_runs_from_the_refined_end_of_speech_not_the_vad_trail() {
-        let mut samples = vec![0.0f32; 500 * 16];
-        samples.extend((0..1000 * 16).map(|i| {
-            0.01 + 0.3 * (i as f32 * 2.0 * std::f32::consts::PI * 440.0 / 16_000.0).sin()
-        }));
-        samples.extend(std::iter::repeat_n(0.01f32, 300 * 16));
-        samples.extend(std::iter::repeat_n(0.0f32, 1500 * 16));
-        let events = feed(
-            Endpointer::new(EndpointerConfig::default(), Scripted).unwrap(),
-            &samples,
-        );
-        let Some(VadEvent::Endpoint { speech_end, at, .. }) = events.last() else {
-            panic!("no endpoint: {:?}", kinds(&events));
-        };
-        // The tone ends at 1500 ms; the VAD's last voiced frame at 1800 ms (the old rule
-        // ended the turn about 900 ms after the tone).
-        assert_ended(*speech_end, *at, 1500);
-    }
-
     /// A 440 Hz tone from 500 to 1500 ms, then `trail_ms` that the scripted detector calls
     /// voiced but that holds no speech-band energy (a DC offset, as the VAD's own trail after
     /// the last word), then silence.
@@ -620,6 +603,22 @@ mod tests {
         samples.extend(std::iter::repeat_n(0.01f32, trail_ms * 16));
         samples.extend(std::iter::repeat_n(0.0f32, 1500 * 16));
         samples
+    }
+
+    /// Speech, then 300 ms the detector still calls voiced but that holds no speech-band
+    /// energy (as a VAD's own trail or a breath would be to the energy track), then silence.
+    #[test]
+    fn the_hangover_runs_from_the_refined_end_of_speech_not_the_vad_trail() {
+        let events = feed(
+            Endpointer::new(EndpointerConfig::default(), Scripted).unwrap(),
+            &tone_then_vad_trail(300),
+        );
+        let Some(VadEvent::Endpoint { speech_end, at, .. }) = events.last() else {
+            panic!("no endpoint: {:?}", kinds(&events));
+        };
+        // The tone ends at 1500 ms; the VAD's last voiced frame at 1800 ms (the old rule
+        // ended the turn about 900 ms after the tone).
+        assert_ended(*speech_end, *at, 1500);
     }
 
     /// `endpoint` confirms a provisional end whose audio was `audio`, and hands over the same,
