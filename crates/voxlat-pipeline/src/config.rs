@@ -15,6 +15,12 @@ pub struct PipelineConfig {
     /// and `replay` turn it on unless told not to (`--no-speculative-reply`).
     #[serde(default)]
     pub speculative_reply: bool,
+    /// Decode each transcription of a turn from its first sample. By default one goes on
+    /// from the words already decoded up to the last provisional end the user spoke past
+    /// (`asr_prefix`): a long turn's last decode covers its last phrase, at the cost of the
+    /// context across the pause (a few points of WER on fast, disfluent speech).
+    #[serde(default)]
+    pub whole_turn_asr: bool,
     /// The first chunk is cut at a word before this many characters when no clause or
     /// sentence boundary came sooner (the chunker's `first_chunk_max_chars`).
     #[serde(default = "default_first_chunk_max_chars")]
@@ -61,6 +67,7 @@ impl Default for PipelineConfig {
             endpointer: EndpointerConfig::default(),
             speculative_asr: true,
             speculative_reply: false,
+            whole_turn_asr: false,
             first_chunk_max_chars: default_first_chunk_max_chars(),
             fast: false,
             lead_silence_ms: 300,

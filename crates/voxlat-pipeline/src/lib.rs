@@ -10,6 +10,7 @@
 //! breakdowns are computed afterwards by voxlat-core from those events.
 
 pub mod aggregate;
+pub mod asr_prefix;
 pub mod config;
 pub mod discover;
 pub mod error;

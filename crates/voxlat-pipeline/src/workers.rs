@@ -4,6 +4,7 @@
 //! [`Synthesize`]; the model is loaded on the worker's own thread (whisper.cpp's and ONNX
 //! Runtime's state stay on the thread that made them).
 
+use crate::asr_prefix::Prefix;
 use crate::error::StageError;
 use crate::meter::Meter;
 use crate::record::Stage;
@@ -25,12 +26,30 @@ pub struct AsrResult {
     pub finished: Nanos,
 }
 
-struct AsrJob {
-    audio: Vec<f32>,
-    reply: oneshot::Sender<AsrResult>,
+/// A transcription to queue.
+pub struct AsrRequest {
+    /// The utterance from its first sample.
+    pub audio: Vec<f32>,
+    /// A transcription of the same utterance's start to go on from: only the audio after it
+    /// is decoded, if its words are known by then (else the whole).
+    pub after: Option<Prefix>,
+    /// Filled with this transcription's words, for one that goes on from it.
+    pub keep: Option<Prefix>,
     /// A speculative transcription's: told the decode's time even when nobody awaits the
     /// result any more.
-    meter: Option<Meter>,
+    pub meter: Option<Meter>,
+}
+
+struct AsrJob {
+    req: AsrRequest,
+    reply: oneshot::Sender<AsrResult>,
+}
+
+impl AsrJob {
+    /// Nobody awaits the result, and no later transcription goes on from it.
+    fn abandoned(&self) -> bool {
+        self.reply.is_closed() && !self.req.keep.as_ref().is_some_and(Prefix::wanted)
+    }
 }
 
 /// Dropping a worker closes its queue and waits for the job in hand: a native library must
@@ -81,19 +100,30 @@ impl AsrWorker {
                     }
                 };
                 for job in rx {
-                    // A speculative transcription whose turn is already gone (the user
-                    // resumed, or a newer provisional end replaced it) would only take the
-                    // cores from the one that is wanted.
-                    if job.reply.is_closed() {
+                    // A speculative transcription nobody wants any more (a newer provisional
+                    // end replaced it) would only take the cores from the one that is wanted.
+                    if job.abandoned() {
                         continue;
                     }
                     let started = clock::now();
-                    // Given up midway too: a decode of a turn that went on would hold the
-                    // cores for hundreds of ms while the next provisional end waits.
+                    // Given up midway too: such a decode would hold the cores for hundreds
+                    // of ms while the next provisional end waits.
+                    let abandoned = || job.abandoned();
+                    let AsrRequest {
+                        audio, after, keep, ..
+                    } = &job.req;
                     let transcript =
-                        engine.transcribe_unless(&job.audio, &|| job.reply.is_closed());
+                        match after.as_ref().and_then(|p| Some((p, p.resume_at(audio)?))) {
+                            Some((p, from)) => engine
+                                .transcribe_unless(&audio[from..], &abandoned)
+                                .map(|rest| p.join(rest, audio.len())),
+                            None => engine.transcribe_unless(audio, &abandoned),
+                        };
+                    if let (Some(k), Ok(t)) = (keep, &transcript) {
+                        k.fill(t);
+                    }
                     let finished = clock::now();
-                    if let Some(m) = &job.meter {
+                    if let Some(m) = &job.req.meter {
                         m.span(started, finished);
                     }
                     let _ = job.reply.send(AsrResult {
@@ -125,22 +155,19 @@ impl AsrWorker {
 
     /// Queues a transcription; the receiver yields its result.
     pub fn submit(&self, audio: Vec<f32>) -> oneshot::Receiver<AsrResult> {
-        self.submit_metered(audio, None)
+        self.request(AsrRequest {
+            audio,
+            after: None,
+            keep: None,
+            meter: None,
+        })
     }
 
-    /// As [`AsrWorker::submit`], reporting the decode's time to `meter` if it runs.
-    pub fn submit_metered(
-        &self,
-        audio: Vec<f32>,
-        meter: Option<Meter>,
-    ) -> oneshot::Receiver<AsrResult> {
+    /// Queues a transcription with its links to others and its meter.
+    pub fn request(&self, req: AsrRequest) -> oneshot::Receiver<AsrResult> {
         let (reply, rx) = oneshot::channel();
         if let Some(tx) = &self.tx {
-            let _ = tx.send(AsrJob {
-                audio,
-                reply,
-                meter,
-            });
+            let _ = tx.send(AsrJob { req, reply });
         }
         rx
     }

@@ -83,12 +83,21 @@ fn utterance() -> Vec<f32> {
 }
 
 fn endpoint(confirms_provisional: bool) -> SourceEvent {
+    endpoint_with(utterance(), confirms_provisional)
+}
+
+/// An endpoint of `audio` that no provisional end had.
+fn endpoint_of(audio: Vec<f32>) -> SourceEvent {
+    endpoint_with(audio, false)
+}
+
+fn endpoint_with(audio: Vec<f32>, confirms_provisional: bool) -> SourceEvent {
     let now = clock::now();
     vad(VadEvent::Endpoint {
         speech_start: Nanos(now.0.saturating_sub(1_600_000_000)),
         speech_end: Nanos(now.0.saturating_sub(600_000_000)),
         at: now,
-        audio: utterance(),
+        audio,
         confirms_provisional,
         turn_probability: None,
         forced: false,
@@ -96,11 +105,15 @@ fn endpoint(confirms_provisional: bool) -> SourceEvent {
 }
 
 fn provisional() -> SourceEvent {
+    provisional_of(utterance())
+}
+
+fn provisional_of(audio: Vec<f32>) -> SourceEvent {
     let now = clock::now();
     vad(VadEvent::Provisional {
         speech_end: Nanos(now.0.saturating_sub(200_000_000)),
         at: now,
-        audio: utterance(),
+        audio,
     })
 }
 
@@ -734,14 +747,20 @@ fn a_cancelled_held_replys_piper_time_is_in_the_waste() {
     );
 }
 
-/// Whisper is still decoding the provisional end when the user resumes: the held reply is
-/// cancelled before it has a transcript, but the decode runs to its end and is waste.
+/// Whisper is still decoding the provisional end when the user goes on: the held reply is
+/// dropped, but the decode runs to its end, and the turn's transcription decodes only the
+/// audio after that pause and goes on from its words. None are lost, the LLM is asked once
+/// with all of them, and the first decode's time is the turn's, not waste.
 #[test]
-fn a_speculation_resumed_during_asr_counts_its_whisper_time() {
+fn the_words_before_a_retracted_pause_lead_the_turn() {
     let mut f = Fakes::new();
-    f.asr.compute = 300 * MS;
+    f.asr = FakeAsr::new(&["What's the weather", "in Paris?"], 300 * MS);
+    let calls = f.asr.calls.clone();
     let (rec, _) = first_speculating_turn(&f, |tx| async move {
-        tx.send(provisional()).await.unwrap();
+        // Phrases long enough to be decoded apart.
+        tx.send(provisional_of(vec![0.1; 5 * 16_000]))
+            .await
+            .unwrap();
         tokio::time::sleep(100 * MS).await;
         let now = clock::now();
         tx.send(vad(VadEvent::Retracted {
@@ -750,30 +769,66 @@ fn a_speculation_resumed_during_asr_counts_its_whisper_time() {
         }))
         .await
         .unwrap();
-        tx.send(endpoint(false)).await.unwrap();
+        tokio::time::sleep(500 * MS).await;
+        // The same utterance, five seconds longer.
+        tx.send(endpoint_of(vec![0.1; 10 * 16_000])).await.unwrap();
     });
     assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
-    assert_eq!(rec.speculation_misses, 1);
+    assert_eq!(rec.transcript, "What's the weather in Paris?");
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "each part decoded once");
+    let reqs = f.llm.requests.lock().unwrap().clone();
+    assert_eq!(reqs.len(), 1, "only the turn asked");
+    let last = reqs[0].messages.last().unwrap();
+    assert_eq!(last.content, "What's the weather in Paris?");
+    assert_eq!(rec.speculation_misses, 1, "the held reply was dropped");
     assert!(
-        rec.speculation_wasted_ms >= 300.0,
-        "{} ms wasted",
-        rec.speculation_wasted_ms
+        rec.asr_compute_ms.unwrap_or_default() >= 600.0,
+        "both decodes are the turn's: {:?} ms",
+        rec.asr_compute_ms
     );
-    assert_eq!(
-        f.llm.requests.lock().unwrap().len(),
-        1,
-        "only the turn asked"
+    assert!(
+        rec.speculation_wasted_ms < 300.0,
+        "the kept decode is no waste: {} ms wasted",
+        rec.speculation_wasted_ms
     );
 }
 
-/// Speculative ASR without a speculative reply: a transcription the retraction drops stops
-/// midway, and the part it ran is waste, though no reply was discarded.
+/// Speculative ASR without a speculative reply: an endpoint with other audio than the
+/// provisional end's (a forced end) drops its transcription, which stops midway, and the
+/// part it ran is waste, though no reply was discarded.
 #[test]
 fn a_dropped_speculative_transcription_is_waste() {
     let mut f = Fakes::new();
     f.asr.compute = 200 * MS;
     let abandoned = f.asr.abandoned.clone();
     let rec = first_live_turn(&f, |tx| async move {
+        tx.send(provisional()).await.unwrap();
+        tokio::time::sleep(50 * MS).await;
+        tx.send(endpoint(false)).await.unwrap();
+    });
+    assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
+    assert!(!rec.speculative_asr);
+    assert_eq!(rec.speculation_misses, 0, "no reply was speculated");
+    assert_eq!(abandoned.load(Ordering::SeqCst), 1, "the decode stopped");
+    assert!(
+        rec.speculation_wasted_ms > 0.0,
+        "{} ms wasted",
+        rec.speculation_wasted_ms
+    );
+}
+
+/// Decoding whole turns (`whole_turn_asr`): a retracted provisional end's transcription is
+/// not gone on from, so it stops midway, and the part it ran is waste.
+#[test]
+fn decoding_whole_turns_drops_a_retracted_transcription() {
+    let mut f = Fakes::new();
+    f.asr.compute = 200 * MS;
+    let abandoned = f.asr.abandoned.clone();
+    let p = f.pipeline(PipelineConfig {
+        whole_turn_asr: true,
+        ..PipelineConfig::default()
+    });
+    let rec = first_turn(&p, &VirtualSink, |tx| async move {
         tx.send(provisional()).await.unwrap();
         tokio::time::sleep(50 * MS).await;
         let now = clock::now();
@@ -786,8 +841,6 @@ fn a_dropped_speculative_transcription_is_waste() {
         tx.send(endpoint(false)).await.unwrap();
     });
     assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
-    assert!(!rec.speculative_asr);
-    assert_eq!(rec.speculation_misses, 0, "no reply was speculated");
     assert_eq!(abandoned.load(Ordering::SeqCst), 1, "the decode stopped");
     assert!(
         rec.speculation_wasted_ms > 0.0,

@@ -13,7 +13,7 @@ use crate::meter::Meter;
 use crate::output::{Cancel, Output, Pause, Played};
 use crate::record::{Interruption, Stage, TurnOutcome, TurnRecord};
 use crate::stages::{BoxFuture, Replier};
-use crate::workers::{AsrResult, AsrWorker, TtsWorker};
+use crate::workers::{AsrRequest, AsrResult, AsrWorker, TtsWorker};
 use std::sync::Arc;
 use tokio::sync::{oneshot, watch};
 use voxlat_core::{Nanos, Timeline};
@@ -95,17 +95,8 @@ impl Pipeline {
     }
 
     /// Queues an utterance for transcription.
-    pub(crate) fn transcribe(&self, audio: Vec<f32>) -> oneshot::Receiver<AsrResult> {
-        self.asr.submit(audio)
-    }
-
-    /// Queues a speculative transcription, its decode time reported to `meter`.
-    pub(crate) fn transcribe_metered(
-        &self,
-        audio: Vec<f32>,
-        meter: Meter,
-    ) -> oneshot::Receiver<AsrResult> {
-        self.asr.submit_metered(audio, Some(meter))
+    pub(crate) fn transcribe(&self, req: AsrRequest) -> oneshot::Receiver<AsrResult> {
+        self.asr.request(req)
     }
 
     /// From the transcription in flight to the reply played. `endpoint` is when the

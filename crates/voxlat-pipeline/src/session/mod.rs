@@ -35,6 +35,7 @@ pub use continuation::{MIN_GOING_ON_MS, RESUMED_WITHIN_MS};
 
 pub use inputs::{SessionOptions, SourceClock, SourceEvent, TurnMeta};
 
+use crate::asr_prefix::Prefix;
 use crate::error::SessionError;
 use crate::meter::Spent;
 use crate::output::Output;
@@ -98,6 +99,11 @@ struct Endpointed {
 #[derive(Default)]
 struct Listening {
     speculative: Option<(oneshot::Receiver<AsrResult>, Spent)>,
+    /// The words of the latest provisional end's transcription, once decoded.
+    decoded: Option<Prefix>,
+    /// Those of the last provisional end the user spoke past: the next transcription of this
+    /// utterance goes on from them.
+    kept: Option<Prefix>,
     truth: Option<Nanos>,
     cutoff: Option<voxlat_core::cutoff::Verdict>,
     retractions: u32,

@@ -4,8 +4,10 @@
 
 use super::state::Uncommitted;
 use super::{Commit, Endpointed, Session, SourceClock};
+use crate::asr_prefix::Prefix;
 use crate::meter::meter;
 use crate::record::{BusySpan, Stage};
+use crate::workers::AsrRequest;
 use std::time::Instant;
 use voxlat_core::{clock, Nanos};
 use voxlat_vad::VadEvent;
@@ -17,13 +19,26 @@ impl Session<'_> {
                 self.last_activity = Instant::now();
                 self.speaking = true;
                 self.listening.vad_busy.push((at, received));
+                // A new utterance: nothing decoded so far is a start of it.
+                self.listening.decoded = None;
+                self.listening.kept = None;
                 self.user_went_on(at);
             }
             VadEvent::Provisional { audio, .. } => {
                 self.stop_warming();
                 if self.pipeline.cfg.speculative_asr {
                     let (m, spent) = meter();
-                    let job = self.pipeline.transcribe_metered(audio, m);
+                    // Unless every decode is of the whole turn, this one's words are kept
+                    // for the next, should the user go on.
+                    let decoded =
+                        (!self.pipeline.cfg.whole_turn_asr).then(|| Prefix::covering(audio.len()));
+                    let job = self.pipeline.transcribe(AsrRequest {
+                        after: self.listening.kept.clone(),
+                        audio,
+                        keep: decoded.clone(),
+                        meter: Some(m),
+                    });
+                    self.listening.decoded = decoded;
                     if self.pipeline.cfg.speculative_reply
                         && self.turn.is_idle()
                         && self.waiting.is_empty()
@@ -38,7 +53,18 @@ impl Session<'_> {
             VadEvent::Retracted { at, .. } => {
                 self.listening.retractions += 1;
                 let dropped = self.listening.speculative.take();
-                self.waste.discard(dropped.map(|d| d.1));
+                if let Some(decoded) = self.listening.decoded.take() {
+                    // The user paused there: the words up to it stand, and a later
+                    // transcription goes on from them, so their decode is no waste.
+                    self.listening.kept = Some(decoded);
+                    if self.turn.is_held() {
+                        if let Some(t) = self.turn.in_flight() {
+                            t.asr_spent = None;
+                        }
+                    }
+                } else {
+                    self.waste.discard(dropped.map(|d| d.1));
+                }
                 self.drop_uncommitted(at);
             }
             VadEvent::Endpoint {
@@ -117,7 +143,14 @@ impl Session<'_> {
                     let _ = release.send(Some(received));
                     return;
                 }
-                let asr = spec.unwrap_or_else(|| self.pipeline.transcribe(audio));
+                let asr = spec.unwrap_or_else(|| {
+                    self.pipeline.transcribe(AsrRequest {
+                        after: heard.kept,
+                        audio,
+                        keep: None,
+                        meter: None,
+                    })
+                });
                 self.endpointed(Endpointed {
                     commit,
                     asr,
