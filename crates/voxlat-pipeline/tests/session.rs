@@ -104,6 +104,15 @@ fn endpoint_with(audio: Vec<f32>, confirms_provisional: bool) -> SourceEvent {
     })
 }
 
+/// The user went on, `since_provisional_ms` after the provisional end.
+fn retracted(since_provisional_ms: u64) -> SourceEvent {
+    let now = clock::now();
+    vad(VadEvent::Retracted {
+        at: now,
+        provisional_at: Nanos(now.0.saturating_sub(since_provisional_ms * 1_000_000)),
+    })
+}
+
 fn provisional() -> SourceEvent {
     provisional_of(utterance())
 }
@@ -226,13 +235,7 @@ fn a_retraction_drops_the_speculation_and_the_endpoint_transcribes_again() {
     let f = Fakes::new();
     let rec = first_live_turn(&f, |tx| async move {
         tx.send(provisional()).await.unwrap();
-        let now = clock::now();
-        tx.send(vad(VadEvent::Retracted {
-            at: now,
-            provisional_at: now,
-        }))
-        .await
-        .unwrap();
+        tx.send(retracted(0)).await.unwrap();
         tx.send(endpoint(false)).await.unwrap();
     });
     assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
@@ -641,13 +644,7 @@ fn a_speculative_reply_is_cancelled_when_the_user_resumes() {
         tx.send(provisional()).await.unwrap();
         // The speculative request is waiting for its first token when the user goes on.
         tokio::time::sleep(200 * MS).await;
-        let now = clock::now();
-        tx.send(vad(VadEvent::Retracted {
-            at: now,
-            provisional_at: Nanos(now.0 - 200_000_000),
-        }))
-        .await
-        .unwrap();
+        tx.send(retracted(200)).await.unwrap();
         tokio::time::sleep(300 * MS).await;
         // Then the turn ends by a forced endpoint (no provisional stands).
         tx.send(endpoint(false)).await.unwrap();
@@ -723,13 +720,7 @@ fn a_cancelled_held_replys_piper_time_is_in_the_waste() {
         // ASR 20 ms and the whole reply streamed within 100 ms: the first chunk is being
         // synthesized when the user goes on.
         tokio::time::sleep(150 * MS).await;
-        let now = clock::now();
-        tx.send(vad(VadEvent::Retracted {
-            at: now,
-            provisional_at: Nanos(now.0 - 150_000_000),
-        }))
-        .await
-        .unwrap();
+        tx.send(retracted(150)).await.unwrap();
         tx.send(endpoint(false)).await.unwrap();
     });
     assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
@@ -762,13 +753,7 @@ fn the_words_before_a_retracted_pause_lead_the_turn() {
             .await
             .unwrap();
         tokio::time::sleep(100 * MS).await;
-        let now = clock::now();
-        tx.send(vad(VadEvent::Retracted {
-            at: now,
-            provisional_at: Nanos(now.0 - 100_000_000),
-        }))
-        .await
-        .unwrap();
+        tx.send(retracted(100)).await.unwrap();
         tokio::time::sleep(500 * MS).await;
         // The same utterance, five seconds longer.
         tx.send(endpoint_of(vec![0.1; 10 * 16_000])).await.unwrap();
@@ -793,17 +778,20 @@ fn the_words_before_a_retracted_pause_lead_the_turn() {
     );
 }
 
-/// Speculative ASR without a speculative reply: an endpoint with other audio than the
-/// provisional end's (a forced end) drops its transcription, which stops midway, and the
-/// part it ran is waste, though no reply was discarded.
-#[test]
-fn a_dropped_speculative_transcription_is_waste() {
+/// Speculative ASR without a speculative reply, under `cfg`: a provisional end whose decode
+/// takes 200 ms, then 50 ms later a retraction (if `retract`) and an endpoint that does not
+/// confirm it. The dropped decode must stop midway, and the part it ran is waste, though no
+/// reply was discarded.
+fn a_dropped_decode_stops_as_waste(cfg: PipelineConfig, retract: bool) {
     let mut f = Fakes::new();
     f.asr.compute = 200 * MS;
     let abandoned = f.asr.abandoned.clone();
-    let rec = first_live_turn(&f, |tx| async move {
+    let rec = first_turn(&f.pipeline(cfg), &VirtualSink, |tx| async move {
         tx.send(provisional()).await.unwrap();
         tokio::time::sleep(50 * MS).await;
+        if retract {
+            tx.send(retracted(50)).await.unwrap();
+        }
         tx.send(endpoint(false)).await.unwrap();
     });
     assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
@@ -817,35 +805,23 @@ fn a_dropped_speculative_transcription_is_waste() {
     );
 }
 
-/// Decoding whole turns (`whole_turn_asr`): a retracted provisional end's transcription is
-/// not gone on from, so it stops midway, and the part it ran is waste.
+/// An endpoint with other audio than the provisional end's (a forced end) drops its
+/// transcription.
+#[test]
+fn a_dropped_speculative_transcription_is_waste() {
+    a_dropped_decode_stops_as_waste(PipelineConfig::default(), false);
+}
+
+/// Decoding whole turns (`whole_turn_asr`), a retracted provisional end's transcription is
+/// not gone on from.
 #[test]
 fn decoding_whole_turns_drops_a_retracted_transcription() {
-    let mut f = Fakes::new();
-    f.asr.compute = 200 * MS;
-    let abandoned = f.asr.abandoned.clone();
-    let p = f.pipeline(PipelineConfig {
-        whole_turn_asr: true,
-        ..PipelineConfig::default()
-    });
-    let rec = first_turn(&p, &VirtualSink, |tx| async move {
-        tx.send(provisional()).await.unwrap();
-        tokio::time::sleep(50 * MS).await;
-        let now = clock::now();
-        tx.send(vad(VadEvent::Retracted {
-            at: now,
-            provisional_at: Nanos(now.0 - 50_000_000),
-        }))
-        .await
-        .unwrap();
-        tx.send(endpoint(false)).await.unwrap();
-    });
-    assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
-    assert_eq!(abandoned.load(Ordering::SeqCst), 1, "the decode stopped");
-    assert!(
-        rec.speculation_wasted_ms > 0.0,
-        "{} ms wasted",
-        rec.speculation_wasted_ms
+    a_dropped_decode_stops_as_waste(
+        PipelineConfig {
+            whole_turn_asr: true,
+            ..PipelineConfig::default()
+        },
+        true,
     );
 }
 
@@ -869,13 +845,7 @@ fn a_miss_after_the_last_turn_is_reported_when_the_session_closes() {
         // The held reply gets going; then the user resumes and is still talking at Ctrl-C.
         let waited = tokio::time::timeout(200 * MS, s.next_turn()).await;
         assert!(waited.is_err(), "no turn ended: {waited:?}");
-        let now = clock::now();
-        tx.send(vad(VadEvent::Retracted {
-            at: now,
-            provisional_at: Nanos(now.0 - 200_000_000),
-        }))
-        .await
-        .unwrap();
+        tx.send(retracted(200)).await.unwrap();
         let waited = tokio::time::timeout(100 * MS, s.next_turn()).await;
         assert!(waited.is_err(), "the miss is no turn: {waited:?}");
         s.close().await
