@@ -348,3 +348,66 @@ fn a_crash_of_the_embedded_server_ends_the_live_session_with_the_reason() {
     let r = results(&out);
     assert_eq!(r["header"]["interrupted"], true, "{}", r["header"]);
 }
+
+/// A recording's room tone goes on after its last word (LibriSpeech 61-70968: hiss at
+/// −42 dBFS for 2.5 s, louder than the gate's fixed −45 dBFS floor). The gate must hear it as
+/// the room, not as the user over the reply: the reply plays at once, while the hiss still
+/// does, unpaused. Before the gate knew the room's level, the reply paused at its first buffer
+/// and was heard only when the hiss stopped.
+#[test]
+fn the_rooms_hiss_after_the_question_does_not_hold_the_reply() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let llm = voxlat_testkit::Builder::fixed(voxlat_testkit::Script {
+        ttft: Duration::from_millis(50),
+        itl: Duration::from_millis(10),
+        tokens: ["Okay, ", "that ", "is ", "noted."]
+            .map(String::from)
+            .to_vec(),
+        ..voxlat_testkit::Script::default()
+    })
+    .start_on_own_runtime(1);
+    let pulse = Pulse::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let (child, log) = start_voxlat(
+        &pulse,
+        &out,
+        &["--max-turns", "1", "--llm-url", &llm.base_url()],
+    );
+    let rec = Recorder::start();
+    std::thread::sleep(Duration::from_millis(500));
+    let clip = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios/turns/audio/librispeech-61-61-70968-0000.wav");
+    let _ = pulse.play(&clip).wait();
+    let clip_end = voxlat_core::clock::now().0;
+    let (ok, all) = wait(child, log);
+    let recorded = rec.finish();
+    assert!(ok, "voxlat run failed:\n{all}");
+
+    let r = results(&out);
+    let turns = r["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 1, "{all}");
+    let t = &turns[0];
+    assert_eq!(t["outcome"], "ok", "{t}");
+    assert!(
+        t["reply_pauses"].as_array().is_none_or(Vec::is_empty),
+        "{}\n{all}",
+        t["reply_pauses"]
+    );
+    let voxlat_offset: i128 = r["stages"]["clock"]["monotonic_minus_process_ns"]
+        .as_i64()
+        .unwrap()
+        .into();
+    let to_mine = |voxlat_ns: u64| (i128::from(voxlat_ns) + voxlat_offset - my_offset()) as u64;
+    let endpoint = to_mine(t["events"]["endpoint"].as_u64().unwrap());
+    let heard = recorded
+        .iter()
+        .find(|s| s.1 >= endpoint && s.0.abs() > ONSET_LEVEL)
+        .expect("the reply was never heard")
+        .1;
+    assert!(
+        heard < clip_end,
+        "the reply was heard {:.0} ms after the hiss stopped",
+        (heard - clip_end) as f64 / 1e6
+    );
+}

@@ -51,7 +51,8 @@ impl Prefix {
     }
 
     /// Where the audio still to decode starts in `whole`, if the words before it are known
-    /// and it is the utterance this prefix began.
+    /// and `whole` is longer. It checks only the length: that `whole` is the utterance this
+    /// prefix began is the session's to keep (it drops its prefixes at every speech start).
     pub(crate) fn resume_at(&self, whole: &[f32]) -> Option<usize> {
         (self.decoded.get().is_some() && self.samples < whole.len()).then_some(self.samples)
     }

@@ -2,6 +2,7 @@
 //! plays.
 
 use super::echo::{rms, EchoRef};
+use super::room::Room;
 use super::POLL;
 use crate::error::SourceError;
 use crate::session::SourceEvent;
@@ -89,6 +90,7 @@ pub fn spawn_listener(
             let pre_roll = (cfg.endpointer.pre_roll_ms as usize / 20).max(1);
             let mut recent: VecDeque<voxlat_audio::capture::Frame> = VecDeque::new();
             let mut hits: VecDeque<Option<Nanos>> = VecDeque::new();
+            let mut room = Room::default();
             let mut barged = false;
             let mut overheard = false;
             let feed =
@@ -115,7 +117,9 @@ pub fn spawn_listener(
                     continue;
                 };
                 let start = Nanos(f.t_end.0.saturating_sub(20_000_000));
+                let level = rms(&f.samples);
                 if !echo.active(f.t_end) {
+                    room.heard(level);
                     barged = false;
                     hits.clear();
                     // The reply fell silent for a first sign of the user (a pause): what the
@@ -135,10 +139,11 @@ pub fn spawn_listener(
                     }
                     continue;
                 }
-                // Gated: the reply may be what the microphone hears.
-                let level = rms(&f.samples);
+                // Gated: the reply may be what the microphone hears, and the room always is;
+                // the user must be louder than both.
                 let hit = cfg.barge_in
                     && level > floor
+                    && level > cfg.barge_in_ratio * room.level()
                     && level > cfg.barge_in_ratio * echo.level(start, f.t_end);
                 hits.push_back(hit.then_some(start));
                 if hits.len() > BARGE_IN_WINDOW {
