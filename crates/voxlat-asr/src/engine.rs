@@ -58,6 +58,9 @@ pub enum Fallback {
     WiderWindow,
     /// Same window, sampled at a temperature of 0.2 (then 0.4) instead of greedily.
     Temperature,
+    /// Not a choice but a report: the part of a turn after a pause ran away, and its caller
+    /// decoded the whole turn instead (`voxlat-pipeline`'s `asr_prefix`).
+    WholeTurn,
 }
 
 impl Fallback {
@@ -67,6 +70,7 @@ impl Fallback {
             Fallback::FullWindow => "full-window",
             Fallback::WiderWindow => "wider-window",
             Fallback::Temperature => "temperature",
+            Fallback::WholeTurn => "whole-turn",
         }
     }
 
@@ -105,7 +109,7 @@ impl Fallback {
 
     fn retries(self) -> &'static [(Ctx, f32)] {
         match self {
-            Fallback::Off => &[],
+            Fallback::Off | Fallback::WholeTurn => &[],
             Fallback::FullWindow => &[(Ctx::Full, 0.0)],
             Fallback::WiderWindow => &[(Ctx::Double, 0.0), (Ctx::Full, 0.0)],
             Fallback::Temperature => &[
@@ -302,6 +306,27 @@ impl WhisperEngine {
         samples: &[f32],
         abandoned: &dyn Fn() -> bool,
     ) -> Result<Transcript, AsrError> {
+        self.transcribe_with(samples, self.fallback, abandoned)
+    }
+
+    /// One decode and the guard's verdict, never a retry: a runaway comes back cut at its
+    /// loop, with `fallback` saying why and `recovered` false. For a caller that has a better
+    /// retry than the same audio decoded again (the part of a turn after a pause has the whole
+    /// turn).
+    pub fn transcribe_once_unless(
+        &mut self,
+        samples: &[f32],
+        abandoned: &dyn Fn() -> bool,
+    ) -> Result<Transcript, AsrError> {
+        self.transcribe_with(samples, Fallback::Off, abandoned)
+    }
+
+    fn transcribe_with(
+        &mut self,
+        samples: &[f32],
+        strategy: Fallback,
+        abandoned: &dyn Fn() -> bool,
+    ) -> Result<Transcript, AsrError> {
         if samples.is_empty() {
             return Err(AsrError::EmptyAudio);
         }
@@ -321,7 +346,7 @@ impl WhisperEngine {
             let first_compute = kept.compute;
             let mut retries = 0;
             let mut recovered = false;
-            for (audio_ctx, temperature) in self.fallback.retry_plan(fit) {
+            for (audio_ctx, temperature) in strategy.retry_plan(fit) {
                 let retry = self.decode(&padded, audio_ctx, temperature, cap, abandoned)?;
                 retries += 1;
                 compute += retry.compute;
@@ -342,7 +367,7 @@ impl WhisperEngine {
             tracing::debug!(%failure, retries, recovered, "Whisper decode ran away");
             fallback = Some(FallbackReport {
                 reason: failure.to_string(),
-                strategy: self.fallback,
+                strategy,
                 retries,
                 recovered,
                 first_compute,

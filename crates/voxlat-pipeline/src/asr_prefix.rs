@@ -1,11 +1,12 @@
 //! A transcription that goes on from one the user spoke past. A retracted provisional end was
 //! still a pause: the words decoded up to it stand. The next transcription of the same
 //! utterance decodes only the audio after that pause and joins the two, so the decode left
-//! for a long turn's last pause covers its last phrase, not the whole turn.
+//! for a long turn's last pause covers its last phrase, not the whole turn. A part that runs
+//! away is decoded again as the whole turn ([`instead_of`]).
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-use voxlat_asr::engine::{FallbackReport, Transcript};
+use voxlat_asr::engine::{Fallback, FallbackReport, Transcript};
 
 /// What a finished decode leaves for one that goes on from it.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,6 +80,32 @@ impl Prefix {
             fallback: rest.fallback.or_else(|| p.fallback.clone()),
             ..rest
         }
+    }
+}
+
+/// `whole`, the turn decoded from its first sample, in place of `part`, the decode of the
+/// audio after a pause that ran away. A part starts mid-turn, often with a few hundred ms of
+/// it (north-wind's last part, live, was under 130 ms), and Whisper with no context before it
+/// looped to the token cap; decoding the same part in a wider window then cost 1.5 s. The
+/// whole turn costs one decode of its length and brings the context. The report keeps the
+/// part's failure, and the compute is both decodes'.
+pub(crate) fn instead_of(part: Transcript, whole: Transcript) -> Transcript {
+    let Some(failed) = part.fallback else {
+        return whole;
+    };
+    let compute = part.compute + whole.compute;
+    let again = whole.fallback.as_ref();
+    Transcript {
+        compute,
+        real_time_factor: compute.as_secs_f64() / whole.audio.as_secs_f64().max(1e-9),
+        fallback: Some(FallbackReport {
+            reason: failed.reason,
+            strategy: Fallback::WholeTurn,
+            retries: 1 + again.map_or(0, |f| f.retries),
+            recovered: again.is_none_or(|f| f.recovered),
+            first_compute: part.compute,
+        }),
+        ..whole
     }
 }
 

@@ -35,6 +35,17 @@ pub trait Transcriber {
         let _ = abandoned;
         self.transcribe(audio)
     }
+
+    /// As `transcribe_unless`, without retrying a runaway decode (it comes back with its
+    /// `fallback` report): the caller has a better retry. One that never runs away needs no
+    /// other.
+    fn transcribe_once_unless(
+        &mut self,
+        audio: &[f32],
+        abandoned: &dyn Fn() -> bool,
+    ) -> Result<Transcript, AsrError> {
+        self.transcribe_unless(audio, abandoned)
+    }
 }
 
 impl Transcriber for WhisperEngine {
@@ -48,6 +59,14 @@ impl Transcriber for WhisperEngine {
         abandoned: &dyn Fn() -> bool,
     ) -> Result<Transcript, AsrError> {
         WhisperEngine::transcribe_unless(self, audio, abandoned)
+    }
+
+    fn transcribe_once_unless(
+        &mut self,
+        audio: &[f32],
+        abandoned: &dyn Fn() -> bool,
+    ) -> Result<Transcript, AsrError> {
+        WhisperEngine::transcribe_once_unless(self, audio, abandoned)
     }
 }
 

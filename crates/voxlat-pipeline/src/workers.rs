@@ -115,8 +115,15 @@ impl AsrWorker {
                     let transcript =
                         match after.as_ref().and_then(|p| Some((p, p.resume_at(audio)?))) {
                             Some((p, from)) => engine
-                                .transcribe_unless(&audio[from..], &abandoned)
-                                .map(|rest| p.join(rest, audio.len())),
+                                .transcribe_once_unless(&audio[from..], &abandoned)
+                                .and_then(|rest| match rest.fallback {
+                                    // Alone, the part has no context to get out of its loop
+                                    // with; the whole turn has.
+                                    Some(_) => engine
+                                        .transcribe_unless(audio, &abandoned)
+                                        .map(|whole| crate::asr_prefix::instead_of(rest, whole)),
+                                    None => Ok(p.join(rest, audio.len())),
+                                }),
                             None => engine.transcribe_unless(audio, &abandoned),
                         };
                     if let (Some(k), Ok(t)) = (keep, &transcript) {
@@ -350,6 +357,70 @@ mod tests {
             2,
             "the abandoned job never ran"
         );
+    }
+
+    /// Writes how many samples it heard, and runs away on fewer than half a second of them.
+    struct LoopsWithoutContext;
+
+    impl crate::stages::Transcriber for LoopsWithoutContext {
+        fn transcribe(&mut self, audio: &[f32]) -> Result<Transcript, AsrError> {
+            use voxlat_asr::engine::FallbackReport;
+            let compute = Duration::from_millis(audio.len() as u64 / 160);
+            Ok(Transcript {
+                text: format!("{} samples", audio.len()),
+                raw: String::new(),
+                rejected: None,
+                levels: voxlat_asr::filter::levels(audio),
+                compute,
+                audio: Duration::from_secs_f64(audio.len() as f64 / 16_000.0),
+                real_time_factor: 0.0,
+                tokens: 2,
+                fallback: (audio.len() < 8_000).then(|| FallbackReport {
+                    reason: "reached the token cap".into(),
+                    strategy: Fallback::Off,
+                    retries: 0,
+                    recovered: false,
+                    first_compute: compute,
+                }),
+                remote: None,
+            })
+        }
+    }
+
+    #[test]
+    fn a_part_after_a_pause_that_runs_away_is_decoded_again_as_the_whole_turn() {
+        let worker = AsrWorker::spawn(|| Ok::<_, std::convert::Infallible>(LoopsWithoutContext))
+            .expect("the worker starts");
+        let said = |whole: usize| {
+            let before = Prefix::covering(16_000);
+            before.fill(&Transcript {
+                text: "What's the weather".into(),
+                ..Transcript::no_new_words()
+            });
+            let rx = worker.request(AsrRequest {
+                audio: vec![0.1f32; whole],
+                after: Some(before),
+                keep: None,
+                meter: None,
+            });
+            rx.blocking_recv()
+                .expect("an answer")
+                .transcript
+                .expect("a transcript")
+        };
+        let joined = said(26_000);
+        assert_eq!(joined.text, "What's the weather 10000 samples");
+        assert!(joined.fallback.is_none());
+
+        let whole = said(20_000);
+        assert_eq!(whole.text, "20000 samples", "the whole turn, not the part");
+        let f = whole.fallback.expect("the part's runaway is reported");
+        assert_eq!(f.reason, "reached the token cap");
+        assert_eq!(f.strategy, Fallback::WholeTurn);
+        assert!(f.recovered && f.retries == 1, "{f:?}");
+        // The part's 4000 samples (25 ms) and the whole turn's 20000 (125 ms).
+        assert_eq!(f.first_compute, Duration::from_millis(25));
+        assert_eq!(whole.compute, Duration::from_millis(150));
     }
 
     #[test]
