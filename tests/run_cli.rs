@@ -19,32 +19,18 @@ mod common;
 mod live;
 
 use live::{
-    ask_about_the_moon, my_offset, onset, results, scenario, slow_then_short, start_voxlat, wait,
-    Pulse, Recorder, ONSET_LEVEL, SERIAL,
+    ask_about_the_moon, one_turn, onset, results, scenario, slow_then_short, start_voxlat, to_mine,
+    wait, Pulse, ONSET_LEVEL, SERIAL,
 };
 use std::time::Duration;
 
 #[test]
 fn a_spoken_question_is_answered_through_the_speaker_on_time() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let pulse = Pulse::start();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("results");
-    let (child, log) = start_voxlat(&pulse, &out, &["--max-turns", "1"]);
-    let rec = Recorder::start();
-    std::thread::sleep(Duration::from_millis(500));
-    let mut player = pulse.play(&scenario("synthetic-moon.wav"));
-    let _ = player.wait();
-    let (ok, all) = wait(child, log);
-    std::thread::sleep(Duration::from_millis(300));
-    let recorded = rec.finish();
-    assert!(ok, "voxlat run failed:\n{all}");
-
-    let r = results(&out);
-    let turns = r["turns"].as_array().unwrap();
-    assert_eq!(turns.len(), 1, "{all}");
-    let t = &turns[0];
-    assert_eq!(t["outcome"], "ok", "{t}");
+    let (r, all, recorded, _) = one_turn(&out, &[], &scenario("synthetic-moon.wav"));
+    let t = &r["turns"][0];
     assert!(
         t["transcript"]
             .as_str()
@@ -94,11 +80,7 @@ fn a_spoken_question_is_answered_through_the_speaker_on_time() {
         .audio
         .samples;
     let reply_onset = onset(&reply, ONSET_LEVEL).expect("the reply has sound");
-    let voxlat_offset: i128 = r["stages"]["clock"]["monotonic_minus_process_ns"]
-        .as_i64()
-        .unwrap()
-        .into();
-    let to_mine = |voxlat_ns: u64| (i128::from(voxlat_ns) + voxlat_offset - my_offset()) as i64;
+    let to_mine = to_mine(&r);
     let expected = to_mine(at("playout_start")) + (reply_onset as i64 * 1_000_000_000 / 16_000);
     // The reply is the first sound after the question ended (1.5 s of silence at least).
     let after_question = to_mine(at("endpoint"));
@@ -234,11 +216,7 @@ fn speaking_over_the_reply_stops_playback_and_aborts_the_llm_request() {
 
     // The speaker really went quiet: nothing but silence between the end of the user's clip
     // and the next reply.
-    let voxlat_offset: i128 = r["stages"]["clock"]["monotonic_minus_process_ns"]
-        .as_i64()
-        .unwrap()
-        .into();
-    let to_mine = |voxlat_ns: u64| (i128::from(voxlat_ns) + voxlat_offset - my_offset()) as u64;
+    let to_mine = |voxlat_ns: u64| to_mine(&r)(voxlat_ns) as u64;
     let next_reply = to_mine(t2["events"]["playout_start"].as_u64().unwrap());
     let quiet: Vec<f32> = recorded
         .iter()
@@ -366,43 +344,24 @@ fn the_rooms_hiss_after_the_question_does_not_hold_the_reply() {
         ..voxlat_testkit::Script::default()
     })
     .start_on_own_runtime(1);
-    let pulse = Pulse::start();
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("results");
-    let (child, log) = start_voxlat(
-        &pulse,
-        &out,
-        &["--max-turns", "1", "--llm-url", &llm.base_url()],
-    );
-    let rec = Recorder::start();
-    std::thread::sleep(Duration::from_millis(500));
     let clip = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("scenarios/turns/audio/librispeech-61-61-70968-0000.wav");
-    let _ = pulse.play(&clip).wait();
-    let clip_end = voxlat_core::clock::now().0;
-    let (ok, all) = wait(child, log);
-    let recorded = rec.finish();
-    assert!(ok, "voxlat run failed:\n{all}");
-
-    let r = results(&out);
-    let turns = r["turns"].as_array().unwrap();
-    assert_eq!(turns.len(), 1, "{all}");
-    let t = &turns[0];
-    assert_eq!(t["outcome"], "ok", "{t}");
+    let (r, all, recorded, clip_end) = one_turn(
+        &dir.path().join("results"),
+        &["--llm-url", &llm.base_url()],
+        &clip,
+    );
+    let t = &r["turns"][0];
     assert!(
         t["reply_pauses"].as_array().is_none_or(Vec::is_empty),
         "{}\n{all}",
         t["reply_pauses"]
     );
-    let voxlat_offset: i128 = r["stages"]["clock"]["monotonic_minus_process_ns"]
-        .as_i64()
-        .unwrap()
-        .into();
-    let to_mine = |voxlat_ns: u64| (i128::from(voxlat_ns) + voxlat_offset - my_offset()) as u64;
-    let endpoint = to_mine(t["events"]["endpoint"].as_u64().unwrap());
+    let endpoint = to_mine(&r)(t["events"]["endpoint"].as_u64().unwrap());
     let heard = recorded
         .iter()
-        .find(|s| s.1 >= endpoint && s.0.abs() > ONSET_LEVEL)
+        .find(|s| s.1 as i64 >= endpoint && s.0.abs() > ONSET_LEVEL)
         .expect("the reply was never heard")
         .1;
     assert!(

@@ -229,6 +229,43 @@ pub fn scenario(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// One clip played into `voxlat run --max-turns 1` (with `extra` flags; its results in
+/// `out`), recorded from the speaker: the results, the run's output, the recording and when
+/// the clip ended (this process's clock). The run must succeed with one answered turn.
+pub fn one_turn(
+    out: &Path,
+    extra: &[&str],
+    clip: &Path,
+) -> (serde_json::Value, String, Vec<(f32, u64)>, u64) {
+    let pulse = Pulse::start();
+    let args: Vec<&str> = ["--max-turns", "1"].iter().chain(extra).copied().collect();
+    let (child, log) = start_voxlat(&pulse, out, &args);
+    let rec = Recorder::start();
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = pulse.play(clip).wait();
+    let clip_end = voxlat_core::clock::now().0;
+    let (ok, all) = wait(child, log);
+    std::thread::sleep(Duration::from_millis(300));
+    let recorded = rec.finish();
+    assert!(ok, "voxlat run failed:\n{all}");
+    let r = results(out);
+    let turns = r["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 1, "{all}");
+    assert_eq!(turns[0]["outcome"], "ok", "{}", turns[0]);
+    (r, all, recorded, clip_end)
+}
+
+/// voxlat's process clock onto this process's, by the offsets both publish (`r` is the run's
+/// results).
+pub fn to_mine(r: &serde_json::Value) -> impl Fn(u64) -> i64 {
+    let voxlat_offset: i128 = r["stages"]["clock"]["monotonic_minus_process_ns"]
+        .as_i64()
+        .unwrap()
+        .into();
+    let mine = my_offset();
+    move |voxlat_ns| (i128::from(voxlat_ns) + voxlat_offset - mine) as i64
+}
+
 /// Index of the first sample louder than `level`.
 pub fn onset(x: &[f32], level: f32) -> Option<usize> {
     x.iter().position(|v| v.abs() > level)
