@@ -6,13 +6,14 @@ use super::room::Room;
 use super::POLL;
 use crate::error::SourceError;
 use crate::session::SourceEvent;
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use voxlat_audio::capture::Capture;
 use voxlat_core::{clock, Nanos};
-use voxlat_vad::{Endpointer, EndpointerConfig, WebRtcDetector};
+use voxlat_vad::{Endpointer, EndpointerConfig, VadEvent, WebRtcDetector};
 
 /// Frames (20 ms) looked at for barge-in, and how many of them must exceed the echo.
 pub const BARGE_IN_WINDOW: usize = 10;
@@ -91,6 +92,9 @@ pub fn spawn_listener(
             let mut recent: VecDeque<voxlat_audio::capture::Frame> = VecDeque::new();
             let mut hits: VecDeque<Option<Nanos>> = VecDeque::new();
             let mut room = Room::default();
+            // Where the user's last word ended, as the endpointer found it; `None` while
+            // they speak.
+            let silence_from: Cell<Option<Nanos>> = Cell::new(None);
             let mut barged = false;
             let mut overheard = false;
             let feed =
@@ -98,6 +102,15 @@ pub fn spawn_listener(
                     .push(&f.samples, f.t_end)
                 {
                     Ok(events) => events.into_iter().all(|ev| {
+                        match &ev {
+                            VadEvent::SpeechStart { .. } | VadEvent::Retracted { .. } => {
+                                silence_from.set(None)
+                            }
+                            VadEvent::Provisional { speech_end, .. }
+                            | VadEvent::Endpoint { speech_end, .. } => {
+                                silence_from.set(Some(*speech_end))
+                            }
+                        }
                         send(SourceEvent::Vad {
                             ev,
                             received: clock::now(),
@@ -119,7 +132,7 @@ pub fn spawn_listener(
                 let start = Nanos(f.t_end.0.saturating_sub(20_000_000));
                 let level = rms(&f.samples);
                 if !echo.active(f.t_end) {
-                    room.heard(level);
+                    room.heard(start, level);
                     barged = false;
                     hits.clear();
                     // The reply fell silent for a first sign of the user (a pause): what the
@@ -143,7 +156,7 @@ pub fn spawn_listener(
                 // the user must be louder than both.
                 let hit = cfg.barge_in
                     && level > floor
-                    && level > cfg.barge_in_ratio * room.level()
+                    && level > cfg.barge_in_ratio * room.level(silence_from.get())
                     && level > cfg.barge_in_ratio * echo.level(start, f.t_end);
                 hits.push_back(hit.then_some(start));
                 if hits.len() > BARGE_IN_WINDOW {
