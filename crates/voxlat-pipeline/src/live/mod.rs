@@ -9,11 +9,11 @@
 //! played and when the device played it (device timestamps, process clock); a microphone
 //! frame whose level exceeds `barge_in_ratio` × the loudest reply level around the same
 //! moment, and `barge_in_ratio` × the room's own level (the loudest frame of the silence
-//! after the user's last word, before the gate closed), in `BARGE_IN_HITS` of the last `BARGE_IN_WINDOW` frames, is
-//! the user talking over the reply: a barge-in. Its limits: it compares levels, not signals (no echo
-//! cancellation), so speakers much louder at the microphone than the user need a higher
-//! ratio (or a headset), and a user who talks softly over a loud reply is not heard until
-//! the reply ends.
+//! after the user's last word, before the gate closed), in `BARGE_IN_HITS` of the last
+//! `BARGE_IN_WINDOW` frames, is the user talking over the reply: a barge-in. Its limits: it
+//! compares levels, not signals (no echo cancellation), so speakers much louder at the
+//! microphone than the user need a higher ratio (or a headset), and a user who talks softly
+//! over a loud reply is not heard until the reply ends.
 
 mod echo;
 mod listener;
