@@ -6,6 +6,9 @@
 //! LiveKit adapts to the speaker's pauses. Here a base wait (the knob) is scaled by the tail
 //! and by Smart Turn, and never falls below what this speaker's own pauses have needed so far.
 //! Every constant below says which half of the turn corpus set it (`scenarios/turns/`).
+//! The LLM's own P(end of message) was tried as a fourth vote and left out: on the tuning
+//! half no setting of it beat the rule without it (`scripts/probe-llm-eot.py`,
+//! `docs/benchmarks.md`).
 
 use serde::{Deserialize, Serialize};
 
