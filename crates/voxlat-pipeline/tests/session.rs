@@ -1168,6 +1168,56 @@ fn words_over_a_playing_reply_replace_it_and_join_the_same_user_message() {
     );
 }
 
+/// The user goes on with words over the playing reply, and pauses: the provisional end's
+/// transcript already has their words, so the paused reply gives way there and a reply to
+/// the whole message is made during the pause, held, and ready when the endpoint commits
+/// it. Without that the merged turn waited for the LLM and Piper after its endpoint.
+#[test]
+fn a_continuation_gets_its_merged_reply_ready_at_its_endpoint() {
+    let f = long_reply(&["What's the weather", "in Paris?"]);
+    let requests = f.llm.requests.clone();
+    let cfg = PipelineConfig {
+        speculative_reply: true,
+        ..PipelineConfig::default()
+    };
+    let recs = live_turns_with(&f, cfg, |tx| async move {
+        tx.send(endpoint(false)).await.unwrap();
+        tokio::time::sleep(400 * MS).await;
+        let start = clock::now();
+        tx.send(vad(VadEvent::SpeechStart { at: start }))
+            .await
+            .unwrap();
+        // 700 ms of speech, and the provisional end 200 ms into the pause after it.
+        tokio::time::sleep(900 * MS).await;
+        tx.send(provisional()).await.unwrap();
+        tokio::time::sleep(500 * MS).await;
+        tx.send(endpoint(true)).await.unwrap();
+        tokio::time::sleep(3_000 * MS).await;
+    });
+    assert_eq!(recs.len(), 2, "{recs:#?}");
+    assert_eq!(recs[0].outcome, TurnOutcome::Interrupted);
+    let merged = &recs[1];
+    assert_eq!(merged.outcome, TurnOutcome::Ok, "{:?}", merged.error);
+    assert_eq!(merged.merged_words.as_deref(), Some("What's the weather"));
+    assert_eq!(merged.transcript, "in Paris?");
+    let spec = merged
+        .speculative_reply
+        .as_ref()
+        .expect("a reply made during the pause");
+    assert!(spec.committed, "{spec:?}");
+    let early = spec.before_commit_ms[&EventKind::TtsFirstAudio];
+    assert!(early > 0.0, "first audio {early} ms before the endpoint");
+    assert_eq!(
+        last_user_messages(&requests),
+        ["What's the weather", "What's the weather in Paris?"]
+    );
+    assert_eq!(
+        f.asr.calls.load(Ordering::SeqCst),
+        2,
+        "no third transcription"
+    );
+}
+
 /// The user goes on over the playing reply, and that utterance cannot be transcribed: what
 /// they said is unknown, so the reply to the words that are known plays on at once, and the
 /// failed utterance gets a record of its own that reports the error.

@@ -239,6 +239,58 @@ impl Session<'_> {
         self.resume_paused();
     }
 
+    /// The provisional end's transcription of the utterance a paused reply waits on came.
+    /// Words (and speech long enough to be more than a backchannel) decide it now, as the
+    /// endpoint would: the paused reply gives way, and a held reply to the whole message is
+    /// made during the pause instead of after the endpoint. Anything else is left for the
+    /// endpoint to decide, as the user may yet say more.
+    pub(super) fn decide_early(&mut self, r: Result<AsrResult, oneshot::error::RecvError>) {
+        self.listening.decides_early = false;
+        let onset = self
+            .paused
+            .as_ref()
+            .filter(|p| p.deciding.is_none())
+            .map(|p| p.onset);
+        let speech_ms = match (onset, self.listening.provisional_end) {
+            (Some(onset), Some(end)) => clock::ns_to_ms(end.signed_since(onset)),
+            _ => 0.0,
+        };
+        let words = matches!(adds(&r, speech_ms), Adds::Words);
+        // The endpoint (or the held reply) still awaits this transcription.
+        let (tx, rx) = oneshot::channel();
+        if let Ok(a) = r {
+            let _ = tx.send(a);
+        }
+        if let Some(spec) = self.listening.speculative.as_mut() {
+            spec.0 = rx;
+        }
+        let Some(onset) = onset.filter(|_| words) else {
+            return;
+        };
+        self.paused = None;
+        if let Some(t) = self.turn.committed() {
+            t.merge = true;
+        }
+        self.cancel_turn(onset);
+        self.listening.hold_when_idle = true;
+    }
+
+    /// Starts the held reply to a continuation decided early, once the turn it continues has
+    /// ended and left its words to carry; true if it did.
+    pub(super) fn hold_continuation(&mut self) -> bool {
+        if !(self.listening.hold_when_idle && self.turn.is_idle() && self.waiting.is_empty()) {
+            return false;
+        }
+        self.listening.hold_when_idle = false;
+        match self.listening.speculative.take() {
+            Some((job, spent)) => {
+                self.start_held(job, spent);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Plays the paused reply on (no words came).
     pub(super) fn resume_paused(&mut self) {
         self.paused = None;

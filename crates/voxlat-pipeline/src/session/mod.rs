@@ -109,6 +109,14 @@ struct Listening {
     retractions: u32,
     /// (speech start on the source clock, when the session heard of it).
     vad_busy: Vec<(Nanos, Nanos)>,
+    /// A paused reply waits on this utterance, and the provisional end's transcription,
+    /// when it comes, can decide it before the endpoint does.
+    decides_early: bool,
+    /// Where that provisional end put the end of speech (source clock).
+    provisional_end: Option<Nanos>,
+    /// Its words decided it: a held reply answers the whole message as soon as the paused
+    /// one has given way.
+    hold_when_idle: bool,
 }
 
 pub struct Session<'p> {
@@ -261,7 +269,11 @@ impl<'p> Session<'p> {
                 .filter(|p| p.deciding.is_none() && !self.speaking)
                 .map(|p| p.due);
             let deciding = self.paused.as_ref().is_some_and(|p| p.deciding.is_some());
+            let early = self.listening.decides_early && self.listening.speculative.is_some();
             tokio::select! {
+                r = async { (&mut self.listening.speculative.as_mut().expect("guarded").0).await }, if early => {
+                    self.decide_early(r);
+                }
                 r = async { (&mut self.paused.as_mut().and_then(|p| p.deciding.as_mut()).expect("guarded").asr).await }, if deciding => {
                     self.decide(r);
                 }
@@ -309,9 +321,16 @@ impl<'p> Session<'p> {
                     }
                     self.ask_again = self.carried.as_ref().and_then(|_| AskAgain::after(&rec));
                     rec.history_warmup = self.warmed.take();
-                    if let Some((system_prompt, before)) = self.asked_with.take() {
-                        self.warming =
-                            Warming::after_turn(self.pipeline, &system_prompt, &before, &self.history);
+                    let asked_with = self.asked_with.take();
+                    if !self.hold_continuation() {
+                        if let Some((system_prompt, before)) = asked_with {
+                            self.warming = Warming::after_turn(
+                                self.pipeline,
+                                &system_prompt,
+                                &before,
+                                &self.history,
+                            );
+                        }
                     }
                     // Every stage is idle until the next endpoint: the moment to give back
                     // what this turn freed (voxlat_core::memory says why).

@@ -24,7 +24,9 @@ impl Session<'_> {
                 self.listening.kept = None;
                 self.user_went_on(at);
             }
-            VadEvent::Provisional { audio, .. } => {
+            VadEvent::Provisional {
+                audio, speech_end, ..
+            } => {
                 self.stop_warming();
                 if self.pipeline.cfg.speculative_asr {
                     let (m, spent) = meter();
@@ -47,11 +49,17 @@ impl Session<'_> {
                     } else {
                         let old = self.listening.speculative.replace((job, spent));
                         self.waste.discard(old.map(|o| o.1));
+                        self.listening.decides_early = self.pipeline.cfg.speculative_reply
+                            && self.waiting.is_empty()
+                            && self.paused.as_ref().is_some_and(|p| p.deciding.is_none());
+                        self.listening.provisional_end = Some(speech_end);
                     }
                 }
             }
             VadEvent::Retracted { at, .. } => {
                 self.listening.retractions += 1;
+                self.listening.decides_early = false;
+                self.listening.hold_when_idle = false;
                 let dropped = self.listening.speculative.take();
                 if let Some(decoded) = self.listening.decoded.take() {
                     // The user paused there: the words up to it stand, and a later
