@@ -81,13 +81,18 @@ fn adds(r: &Result<AsrResult, oneshot::error::RecvError>, speech_ms: f64) -> Add
     }
 }
 
-/// `e` with its transcription already done: `r` is what the turn that takes it will await.
-fn transcribed(mut e: Endpointed, r: Result<AsrResult, oneshot::error::RecvError>) -> Endpointed {
+/// A transcription already received, to be awaited again by whoever takes it next.
+fn received(r: Result<AsrResult, oneshot::error::RecvError>) -> oneshot::Receiver<AsrResult> {
     let (tx, rx) = oneshot::channel();
     if let Ok(a) = r {
         let _ = tx.send(a);
     }
-    e.asr = rx;
+    rx
+}
+
+/// `e` with its transcription already done: `r` is what the turn that takes it will await.
+fn transcribed(mut e: Endpointed, r: Result<AsrResult, oneshot::error::RecvError>) -> Endpointed {
+    e.asr = received(r);
     e
 }
 
@@ -216,10 +221,7 @@ impl Session<'_> {
             return;
         }
         if !matches!(adds, Adds::Nothing(_)) || matches!(adds, Adds::Nothing(Some(_)) if spoke_on) {
-            if let Some(t) = self.turn.committed() {
-                t.merge = true;
-            }
-            self.cancel_turn(p.onset);
+            self.give_way(p.onset);
             self.waiting.push_front(transcribed(e, r));
             return;
         }
@@ -245,22 +247,19 @@ impl Session<'_> {
     /// made during the pause instead of after the endpoint. Anything else is left for the
     /// endpoint to decide, as the user may yet say more.
     pub(super) fn decide_early(&mut self, r: Result<AsrResult, oneshot::error::RecvError>) {
-        self.listening.decides_early = false;
+        let end = self.listening.decides_early.take();
         let onset = self
             .paused
             .as_ref()
             .filter(|p| p.deciding.is_none())
             .map(|p| p.onset);
-        let speech_ms = match (onset, self.listening.provisional_end) {
+        let speech_ms = match (onset, end) {
             (Some(onset), Some(end)) => clock::ns_to_ms(end.signed_since(onset)),
             _ => 0.0,
         };
         let words = matches!(adds(&r, speech_ms), Adds::Words);
         // The endpoint (or the held reply) still awaits this transcription.
-        let (tx, rx) = oneshot::channel();
-        if let Ok(a) = r {
-            let _ = tx.send(a);
-        }
+        let rx = received(r);
         if let Some(spec) = self.listening.speculative.as_mut() {
             spec.0 = rx;
         }
@@ -268,11 +267,17 @@ impl Session<'_> {
             return;
         };
         self.paused = None;
+        self.give_way(onset);
+        self.listening.hold_when_idle = true;
+    }
+
+    /// The committed reply gives way to words the user went on with from `onset`: its turn
+    /// ends, and its words carry into the one that continues them.
+    fn give_way(&mut self, onset: Nanos) {
         if let Some(t) = self.turn.committed() {
             t.merge = true;
         }
         self.cancel_turn(onset);
-        self.listening.hold_when_idle = true;
     }
 
     /// Starts the held reply to a continuation decided early, once the turn it continues has

@@ -110,10 +110,9 @@ struct Listening {
     /// (speech start on the source clock, when the session heard of it).
     vad_busy: Vec<(Nanos, Nanos)>,
     /// A paused reply waits on this utterance, and the provisional end's transcription,
-    /// when it comes, can decide it before the endpoint does.
-    decides_early: bool,
-    /// Where that provisional end put the end of speech (source clock).
-    provisional_end: Option<Nanos>,
+    /// when it comes, can decide it before the endpoint does: where that provisional end put
+    /// the end of speech (source clock).
+    decides_early: Option<Nanos>,
     /// Its words decided it: a held reply answers the whole message as soon as the paused
     /// one has given way.
     hold_when_idle: bool,
@@ -269,7 +268,8 @@ impl<'p> Session<'p> {
                 .filter(|p| p.deciding.is_none() && !self.speaking)
                 .map(|p| p.due);
             let deciding = self.paused.as_ref().is_some_and(|p| p.deciding.is_some());
-            let early = self.listening.decides_early && self.listening.speculative.is_some();
+            let early =
+                self.listening.decides_early.is_some() && self.listening.speculative.is_some();
             tokio::select! {
                 r = async { (&mut self.listening.speculative.as_mut().expect("guarded").0).await }, if early => {
                     self.decide_early(r);

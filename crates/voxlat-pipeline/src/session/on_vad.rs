@@ -49,16 +49,16 @@ impl Session<'_> {
                     } else {
                         let old = self.listening.speculative.replace((job, spent));
                         self.waste.discard(old.map(|o| o.1));
-                        self.listening.decides_early = self.pipeline.cfg.speculative_reply
+                        self.listening.decides_early = (self.pipeline.cfg.speculative_reply
                             && self.waiting.is_empty()
-                            && self.paused.as_ref().is_some_and(|p| p.deciding.is_none());
-                        self.listening.provisional_end = Some(speech_end);
+                            && self.paused.as_ref().is_some_and(|p| p.deciding.is_none()))
+                        .then_some(speech_end);
                     }
                 }
             }
             VadEvent::Retracted { at, .. } => {
                 self.listening.retractions += 1;
-                self.listening.decides_early = false;
+                self.listening.decides_early = None;
                 self.listening.hold_when_idle = false;
                 let dropped = self.listening.speculative.take();
                 if let Some(decoded) = self.listening.decoded.take() {
