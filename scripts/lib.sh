@@ -62,6 +62,34 @@ fetch_models() {
   cargo run --release --quiet --locked -- models fetch --all
 }
 
+# Unless told otherwise, ggml compiles llama.cpp for x86-64-v3 (SSE4.2, AVX, AVX2, BMI2, FMA,
+# F16C), and on an older x86-64 that portable voxlat-server dies of SIGILL as it starts. Prints,
+# for the x86 flags given (as /proc/cpuinfo spells them), the ggml option that switches off
+# each of those the CPU lacks: nothing on a CPU of the last decade.
+portable_ggml_flags() {
+  local flags=" $1 " pair
+  for pair in sse4_2:SSE42 avx:AVX avx2:AVX2 bmi2:BMI2 fma:FMA f16c:F16C; do
+    [[ "$flags" == *" ${pair%%:*} "* ]] || echo "GGML_${pair#*:}=OFF"
+  done
+}
+
+# Exports those options for this CPU, so the build of voxlat-server runs here (llama-cpp-sys-2
+# passes GGML_* from the environment to ggml's CMake; whisper.cpp is built for the native CPU
+# anyway). Both scripts call it before they build, so the second build reuses the first.
+export_portable_ggml_flags() {
+  [[ $(uname -m) == x86_64 ]] || return 0
+  local flags v off=()
+  flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2)
+  [[ -n "$flags" ]] || return 0
+  for v in $(portable_ggml_flags "$flags"); do
+    export "${v?}"
+    off+=("$v")
+  done
+  if ((${#off[@]})); then
+    echo "note: this CPU lacks instructions that llama.cpp's default build uses; building voxlat-server with ${off[*]}" >&2
+  fi
+}
+
 # voxlat-server built for AVX-512 (with VNNI, VBMI and BF16) beside the portable build, as
 # target/release/voxlat-server-avx512, on a CPU that has every one of those features; voxlat
 # runs it there instead (src/embedded/builds.rs lists the same features and checks them

@@ -11,6 +11,7 @@ source scripts/lib.sh
 
 install_system_packages
 ensure_rust
+export_portable_ggml_flags
 
 step "building voxlat and voxlat-server (release; the first build compiles whisper.cpp and llama.cpp: about 8 min on 2 cores)"
 # The workspace's default members are exactly these two binaries (Cargo.toml).

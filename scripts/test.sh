@@ -12,6 +12,7 @@ source scripts/lib.sh
 
 install_system_packages
 ensure_rust
+export_portable_ggml_flags
 
 step "building (release, every target)"
 cargo build --release --workspace --all-targets --locked

@@ -1,6 +1,7 @@
 //! Which build of `voxlat-server` runs. The workspace builds it portable (AVX2, so that one
-//! binary runs on any x86-64 of the last decade); on a CPU with AVX-512, VNNI and BF16 the
-//! set-up also builds `voxlat-server-avx512`, whose prefill is about 1.4× faster here
+//! binary runs on any x86-64 of the last decade; on an older CPU the set-up leaves out what it
+//! lacks, `scripts/lib.sh`). On a CPU with AVX-512, VNNI and BF16 the set-up also builds
+//! `voxlat-server-avx512`, whose prefill is about 1.4× faster here
 //! (`docs/models.md`). llama.cpp picks its kernels when it is compiled, and whisper.cpp's copy
 //! of ggml may not share a process with it, so the choice is made per process: the build
 //! this CPU can run, checked by a first request before it is trusted (a native llama.cpp build
