@@ -187,8 +187,8 @@ pub fn print_report(r: &ReplayResults) {
     }
     if let (Some(c), None) = (&a.asr_compute, &a.asr_remote) {
         println!(
-            "Whisper: {} of {} decodes ran away and were decoded again; compute P50 {:.0} ms, P95 {:.0} ms, worst {:.0} ms.",
-            a.asr_fallbacks, c.n, c.p50, c.p95, c.max
+            "Whisper: {} of {} decodes ran away and were decoded again, {} of them on the critical path (transcript after the commit); compute P50 {:.0} ms, P95 {:.0} ms, worst {:.0} ms.",
+            a.asr_fallbacks, c.n, a.asr_fallbacks_after_commit, c.p50, c.p95, c.max
         );
     }
     let measured = r.turns.iter().filter(|t| !t.warmup);

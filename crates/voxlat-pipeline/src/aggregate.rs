@@ -30,6 +30,10 @@ pub struct Aggregate {
     /// Turns whose first Whisper decode ran away and was decoded again.
     #[serde(default)]
     pub asr_fallbacks: usize,
+    /// Of those, the turns whose transcript came after the endpoint: a runaway on the critical
+    /// path. The others were decoded again inside the pause, where the user waited for nothing.
+    #[serde(default)]
+    pub asr_fallbacks_after_commit: usize,
     /// Whisper compute per turn (every decode), ms: the worst case is its max.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asr_compute: Option<Summary>,
@@ -194,6 +198,10 @@ impl Aggregate {
             segments,
             wer_mean: (!wers.is_empty()).then(|| wers.iter().sum::<f64>() / wers.len() as f64),
             asr_fallbacks: measured.iter().filter(|t| t.asr_fallback.is_some()).count(),
+            asr_fallbacks_after_commit: measured
+                .iter()
+                .filter(|t| t.asr_fallback.is_some() && transcribed_after_commit(t))
+                .count(),
             asr_compute: Summary::from_samples(&asr_compute, 0),
             asr_remote: RemoteSummary::from_calls(
                 measured.iter().filter_map(|t| t.asr_remote.as_ref()),
@@ -241,5 +249,40 @@ impl Aggregate {
                 .iter()
                 .all(|b| b.segments.iter().map(|s| s.ns).sum::<i64>() == b.total_ns),
         }
+    }
+}
+
+/// The transcript came after the endpoint committed the turn. A speculative one that was
+/// ready is stamped at the endpoint itself.
+fn transcribed_after_commit(t: &TurnRecord) -> bool {
+    use voxlat_core::EventKind::{AsrDone, Endpoint};
+    matches!((t.events.get(&AsrDone), t.events.get(&Endpoint)), (Some(done), Some(end)) if done > end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use voxlat_core::{EventKind, Nanos};
+
+    /// A turn committed at 1 s whose transcript came at `asr_done_ms`, after a runaway or not.
+    fn turn(asr_done_ms: u64, ran_away: bool) -> TurnRecord {
+        let mut t = TurnRecord::blank("s", "t", "r", "x");
+        t.events.insert(EventKind::Endpoint, Nanos(1_000_000_000));
+        t.events
+            .insert(EventKind::AsrDone, Nanos(asr_done_ms * 1_000_000));
+        t.asr_fallback = ran_away.then(|| "reached the token cap".to_string());
+        t
+    }
+
+    #[test]
+    fn a_runaway_counts_on_the_critical_path_only_when_its_transcript_came_after_the_commit() {
+        let a = Aggregate::from_turns(&[
+            turn(1000, true),
+            turn(1400, true),
+            turn(1400, false),
+            turn(1000, false),
+        ]);
+        assert_eq!(a.asr_fallbacks, 2);
+        assert_eq!(a.asr_fallbacks_after_commit, 1);
     }
 }

@@ -276,14 +276,21 @@ impl ResultsWriter {
 
 /// What [`Aggregate::from_turns`] and [`levels`] read of a turn, and nothing else: the
 /// strings (transcript, reply, errors, URLs), the LLM's per-token stamps, busy spans and
-/// every event but the first and last are dropped. Both give the same result on the view as
-/// on the whole record (tested), for a fraction of its memory.
+/// every event but the first, the last, the endpoint and the transcript's are dropped. Both
+/// give the same result on the view as on the whole record (tested), for a fraction of its
+/// memory.
 pub fn summary_view(t: TurnRecord) -> TurnRecord {
+    use voxlat_core::EventKind::{AsrDone, Endpoint};
     let first = t.events.iter().min_by_key(|(_, n)| **n);
     let last = t.events.iter().max_by_key(|(_, n)| **n);
+    let read = t
+        .events
+        .iter()
+        .filter(|(k, _)| matches!(k, AsrDone | Endpoint));
     let events = first
         .into_iter()
         .chain(last)
+        .chain(read)
         .map(|(k, n)| (*k, *n))
         .collect();
     let slim_call = |mut c: voxlat_core::remote::RemoteCall| {
@@ -486,6 +493,11 @@ mod tests {
             t.events.insert(e, Nanos(at));
         }
         t.events.insert(EventKind::SpeechStart, Nanos(at / 2));
+        if i.is_multiple_of(8) {
+            // A transcript ready at the commit.
+            let end = t.events[&EventKind::Endpoint];
+            t.events.insert(EventKind::AsrDone, end);
+        }
         t.compute_breakdown();
         t.overhead_ms = Some(i as f64 * 0.5);
         t.wer = Some((i % 3) as f64 / 10.0);
@@ -572,6 +584,9 @@ mod tests {
         let b = ThreadBudget::detect();
         assert_eq!(levels(&views, &b), levels(&turns, &b));
         assert!(Aggregate::from_turns(&turns).tts_remote.is_some());
+        let a = Aggregate::from_turns(&views);
+        // Turns 4, 8, … 36 ran away; 8, 16, 24 and 32 of them were transcribed by the commit.
+        assert_eq!((a.asr_fallbacks, a.asr_fallbacks_after_commit), (9, 5));
 
         let d = tempfile::tempdir().unwrap();
         let mut w = ResultsWriter::new(d.path(), results()).unwrap();
