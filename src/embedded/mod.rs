@@ -172,8 +172,13 @@ impl EmbeddedServer {
                 if tail.contains("in use") {
                     return Err(StartError::PortTaken);
                 }
+                #[cfg(unix)]
+                let advice = std::os::unix::process::ExitStatusExt::signal(&status)
+                    .map_or("", advice_for_signal);
+                #[cfg(not(unix))]
+                let advice = "";
                 return Err(StartError::Other(anyhow::anyhow!(
-                    "{SERVER_BIN} exited ({status}) before it was ready. Its log ({}) ends:\n{tail}",
+                    "{SERVER_BIN} exited ({status}) before it was ready.{advice} Its log ({}) ends:\n{tail}",
                     self.log.display()
                 )));
             }
@@ -303,7 +308,7 @@ impl ServerWatch {
             let how = if info.si_code == libc::CLD_EXITED {
                 format!("exit status {status}")
             } else {
-                format!("killed by signal {status}")
+                format!("killed by signal {status}{}", advice_for_signal(status))
             };
             Some(how)
         }
@@ -344,6 +349,20 @@ impl ServerWatch {
             log_tail(&self.log, 15)
         )
     }
+}
+
+/// What to do about a server killed by `signal`, when there is something to do: SIGILL is a
+/// build for another CPU (one copied from a newer machine, or a variant whose first request
+/// passed but a later kernel did not).
+fn advice_for_signal(signal: i32) -> &'static str {
+    #[cfg(unix)]
+    if signal == libc::SIGILL {
+        return " SIGILL: this build of voxlat-server uses instructions this CPU lacks. Build it \
+                on this machine (bash scripts/setup.sh leaves out what the CPU lacks), or set \
+                VOXLAT_SERVER_BUILD=portable if voxlat chose a variant.";
+    }
+    let _ = signal;
+    ""
 }
 
 /// The embedded server's death, awaited; never, when the LLM is another server. Owned, so a
@@ -451,5 +470,40 @@ fn guard_child(cmd: &mut Command) {
                 });
             }
         }
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A "server" that dies of SIGILL as it starts, as a build for a newer CPU does.
+    #[test]
+    fn a_server_killed_by_sigill_is_reported_with_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join(SERVER_BIN);
+        std::fs::write(&bin, "#!/bin/sh\nkill -ILL $$\n").unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let build = ServerBuild {
+            name: "portable",
+            path: bin,
+        };
+        // A thread of this test binary that forks while the script is still open for writing
+        // makes its exec fail with ETXTBSY for a moment: try again then.
+        let mut msg = String::new();
+        for _ in 0..10 {
+            let Err(e) = EmbeddedServer::spawn_build(build.clone(), &SpawnOptions::new(dir.path()))
+            else {
+                panic!("the server started");
+            };
+            msg = format!("{e:#}");
+            if !msg.contains("busy") {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(msg.contains("instructions this CPU lacks"), "{msg}");
+        assert!(msg.contains("scripts/setup.sh"), "{msg}");
     }
 }
