@@ -252,11 +252,13 @@ impl Aggregate {
     }
 }
 
-/// The transcript came after the endpoint committed the turn. A speculative one that was
-/// ready is stamped at the endpoint itself.
+/// The transcript came after the endpoint committed the turn: the breakdown's `asr` segment
+/// is not empty (a speculative transcript that was ready is stamped at the endpoint itself).
 fn transcribed_after_commit(t: &TurnRecord) -> bool {
-    use voxlat_core::EventKind::{AsrDone, Endpoint};
-    matches!((t.events.get(&AsrDone), t.events.get(&Endpoint)), (Some(done), Some(end)) if done > end)
+    t.breakdown
+        .as_ref()
+        .and_then(|b| b.segment_ns(Segment::Asr))
+        .is_some_and(|ns| ns > 0)
 }
 
 #[cfg(test)]
@@ -264,12 +266,24 @@ mod tests {
     use super::*;
     use voxlat_core::{EventKind, Nanos};
 
-    /// A turn committed at 1 s whose transcript came at `asr_done_ms`, after a runaway or not.
+    /// A turn committed at 1 s whose transcript came at `asr_done_ms`, after a runaway or not;
+    /// every later stage 10 ms after the one before.
     fn turn(asr_done_ms: u64, ran_away: bool) -> TurnRecord {
         let mut t = TurnRecord::blank("s", "t", "r", "x");
-        t.events.insert(EventKind::Endpoint, Nanos(1_000_000_000));
-        t.events
-            .insert(EventKind::AsrDone, Nanos(asr_done_ms * 1_000_000));
+        t.events.insert(VOICE_TO_VOICE.start, Nanos(400_000_000));
+        let mut at = asr_done_ms * 1_000_000;
+        for step in VOICE_TO_VOICE.steps {
+            let stamp = match step.to {
+                EventKind::Endpoint => 1_000_000_000,
+                EventKind::AsrDone => at,
+                _ => {
+                    at += 10_000_000;
+                    at
+                }
+            };
+            t.events.insert(step.to, Nanos(stamp));
+        }
+        t.compute_breakdown();
         t.asr_fallback = ran_away.then(|| "reached the token cap".to_string());
         t
     }

@@ -276,21 +276,14 @@ impl ResultsWriter {
 
 /// What [`Aggregate::from_turns`] and [`levels`] read of a turn, and nothing else: the
 /// strings (transcript, reply, errors, URLs), the LLM's per-token stamps, busy spans and
-/// every event but the first, the last, the endpoint and the transcript's are dropped. Both
-/// give the same result on the view as on the whole record (tested), for a fraction of its
-/// memory.
+/// every event but the first and last are dropped. Both give the same result on the view as
+/// on the whole record (tested), for a fraction of its memory.
 pub fn summary_view(t: TurnRecord) -> TurnRecord {
-    use voxlat_core::EventKind::{AsrDone, Endpoint};
     let first = t.events.iter().min_by_key(|(_, n)| **n);
     let last = t.events.iter().max_by_key(|(_, n)| **n);
-    let read = t
-        .events
-        .iter()
-        .filter(|(k, _)| matches!(k, AsrDone | Endpoint));
     let events = first
         .into_iter()
         .chain(last)
-        .chain(read)
         .map(|(k, n)| (*k, *n))
         .collect();
     let slim_call = |mut c: voxlat_core::remote::RemoteCall| {
