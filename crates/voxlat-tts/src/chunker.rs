@@ -13,7 +13,14 @@
 //! - the length cap [`ChunkerConfig::max_chars`], at the last space before it (or mid-word when
 //!   there is none, as in unspaced scripts); the first chunk has a lower cap,
 //!   [`ChunkerConfig::first_chunk_max_chars`], so a reply with no early boundary (a digit
-//!   string, a list, code) is not waited for to its end before anything is spoken.
+//!   string, a list, code) is not waited for to its end before anything is spoken;
+//! - a chunk that follows one cut inside a sentence has a cap of [`CAP_GROWTH`] times that
+//!   one's length, never below the first chunk's cap or above `max_chars`. The rest of a
+//!   sentence after a first chunk of three words took longer to write and speak than those
+//!   words took to play, and the reply went quiet mid-sentence. (A pause after a sentence end
+//!   is a breath, so the next sentence keeps the long cap.) A chunk cut at such a cap ends at
+//!   its last clause mark if that leaves it at least the first chunk's cap long, else at its
+//!   last space.
 //!
 //! Never boundaries: decimals and times (`3.14`, `7:30`, `3,000`: no whitespace follows),
 //! URLs and file names (same), ellipses (`...`), abbreviations (`Dr.`, `e.g.`, `U.S.`, `etc.`,
@@ -60,6 +67,8 @@ pub struct Chunker {
     /// Clean text not yet emitted.
     buf: String,
     emitted: usize,
+    /// How the last chunk emitted ended, which sets the next one's cap.
+    before: Before,
 }
 
 /// Closing characters that belong to the sentence before them.
@@ -93,6 +102,7 @@ impl Chunker {
             markup: MarkupStripper::new(),
             buf: String::new(),
             emitted: 0,
+            before: Before::Nothing,
         }
     }
 
@@ -129,8 +139,7 @@ impl Chunker {
             if self.buf.is_empty() {
                 break;
             }
-            let first = self.emitted == 0;
-            let end = match find_boundary(&self.buf, first, &self.config, at_end) {
+            let end = match find_boundary(&self.buf, self.before, &self.config, at_end) {
                 Some(end) => end,
                 None if at_end => self.buf.len(),
                 None => break,
@@ -139,6 +148,7 @@ impl Chunker {
             self.buf.drain(..end);
             if !chunk.is_empty() {
                 self.emitted += 1;
+                self.before = Before::chunk(&chunk);
                 out.push(chunk);
             }
         }
@@ -146,13 +156,54 @@ impl Chunker {
     }
 }
 
+/// How much longer each chunk may be than the one before it, when the first chunk is short. On 2 cores the LLM writes a character in about 6 ms (25 ms a token of about
+/// four characters) and Piper speaks one in about 6.5 ms (real-time factor 0.1), while
+/// playing it takes about 65 ms: the next chunk is ready within the current one's audio
+/// when it is up to about five times as long, less the fixed cost of each call. Three
+/// leaves room for a slower machine or model.
+pub const CAP_GROWTH: usize = 3;
+
+/// How the chunk before the one being cut ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Before {
+    /// Nothing: this is the first chunk.
+    Nothing,
+    /// At the end of a sentence.
+    SentenceEnd,
+    /// Inside a sentence (at a clause mark, a cap or a line break), after this many characters.
+    MidSentence(usize),
+}
+
+impl Before {
+    fn chunk(chunk: &str) -> Before {
+        let last = chunk.trim_end_matches(CLOSERS).chars().next_back();
+        if last.is_some_and(|c| SENTENCE_ENDS.contains(&c) || WIDE_SENTENCE_ENDS.contains(&c)) {
+            Before::SentenceEnd
+        } else {
+            Before::MidSentence(chunk.chars().count())
+        }
+    }
+}
+
+/// The cap of the chunk after `before`.
+fn cap_after(before: Before, cfg: &ChunkerConfig) -> usize {
+    let first = cfg.first_chunk_max_chars.max(1);
+    let cap = match before {
+        Before::Nothing => first,
+        Before::SentenceEnd => cfg.max_chars,
+        Before::MidSentence(len) => first.max(len.saturating_mul(CAP_GROWTH)),
+    };
+    cfg.max_chars.min(cap)
+}
+
 fn normalize_space(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Byte offset where the chunk starting at `buf[0]` (not whitespace) ends, or `None` when that
-/// depends on text not received yet (or, at the end, when no boundary exists).
-fn find_boundary(buf: &str, first: bool, cfg: &ChunkerConfig, at_end: bool) -> Option<usize> {
+/// Byte offset where the chunk starting at `buf[0]` (not whitespace), after `before`, ends,
+/// or `None` when that depends on text not received yet (or, at the end, when no boundary
+/// exists).
+fn find_boundary(buf: &str, before: Before, cfg: &ChunkerConfig, at_end: bool) -> Option<usize> {
     // The decision almost always falls within the first `max_chars` characters. Scanning a
     // window of the buffer first keeps a long buffer from making chunking quadratic (found by
     // fuzzing: a 64 KiB reply with a tiny cap timed out). A window scan never decides on text
@@ -160,18 +211,23 @@ fn find_boundary(buf: &str, first: bool, cfg: &ChunkerConfig, at_end: bool) -> O
     // buffer gives; an undecided window falls back to the whole buffer.
     let window = cfg.max_chars.saturating_mul(2).saturating_add(64);
     if let Some((cut, _)) = buf.char_indices().nth(window) {
-        if let Some(end) = scan_boundary(&buf[..cut], first, cfg, false) {
+        if let Some(end) = scan_boundary(&buf[..cut], before, cfg, false) {
             return Some(end);
         }
     }
-    scan_boundary(buf, first, cfg, at_end)
+    scan_boundary(buf, before, cfg, at_end)
 }
 
-fn scan_boundary(buf: &str, first: bool, cfg: &ChunkerConfig, at_end: bool) -> Option<usize> {
-    let cap = if first {
-        cfg.max_chars.min(cfg.first_chunk_max_chars.max(1))
-    } else {
-        cfg.max_chars
+fn scan_boundary(buf: &str, before: Before, cfg: &ChunkerConfig, at_end: bool) -> Option<usize> {
+    let first = before == Before::Nothing;
+    let cap = cap_after(before, cfg);
+    // A chunk cut at a grown cap may end at a clause mark instead, if it stays as long as a
+    // first chunk may be (the first has its own clause rule below).
+    let floor = matches!(before, Before::MidSentence(_)).then(|| cap_after(Before::Nothing, cfg));
+    let cut_at_cap = |at: usize| {
+        floor
+            .and_then(|floor| clause_split(buf, at, floor))
+            .unwrap_or_else(|| cap_split(buf, at))
     };
     let chars: Vec<(usize, char)> = buf.char_indices().collect();
     let byte_at = |k: usize| chars.get(k).map_or(buf.len(), |&(b, _)| b);
@@ -187,7 +243,7 @@ fn scan_boundary(buf: &str, first: bool, cfg: &ChunkerConfig, at_end: bool) -> O
         }
         prev_space = space;
         if length > cap {
-            return Some(cap_split(buf, i));
+            return Some(cut_at_cap(i));
         }
         if c == '\n' {
             return Some(i);
@@ -198,7 +254,7 @@ fn scan_boundary(buf: &str, first: bool, cfg: &ChunkerConfig, at_end: bool) -> O
             // judged again on its own), so it counts towards the cap here.
             length += run_end - k - 1;
             if length > cap {
-                return Some(cap_split(buf, i));
+                return Some(cut_at_cap(i));
             }
             let Some(&(_, next)) = chars.get(run_end) else {
                 return at_end.then_some(buf.len());
@@ -225,7 +281,7 @@ fn scan_boundary(buf: &str, first: bool, cfg: &ChunkerConfig, at_end: bool) -> O
             let (_, run_end) = skip_run(&chars, k, WIDE_SENTENCE_ENDS);
             length += run_end - k - 1;
             if length > cap {
-                return Some(cap_split(buf, i));
+                return Some(cut_at_cap(i));
             }
             if run_end == chars.len() && !at_end {
                 return None;
@@ -324,6 +380,31 @@ pub(crate) fn abbreviation_before_dot(word: &str, next: Option<char>) -> bool {
     word == "no" && next.is_some_and(|c| c.is_ascii_digit())
 }
 
+/// Where a chunk that has grown past the cap at byte `at` ends at a clause mark: after the
+/// last one before `at` that is followed by whitespace and leaves at least `floor`
+/// characters, if any.
+fn clause_split(buf: &str, at: usize, floor: usize) -> Option<usize> {
+    let mut best = None;
+    // Length as it will be after whitespace is collapsed, as in `scan_boundary`.
+    let mut length = 0usize;
+    let mut prev_space = false;
+    let mut chars = buf[..at].char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let space = c.is_whitespace();
+        if !(space && prev_space) {
+            length += 1;
+        }
+        prev_space = space;
+        let next_is_space = chars.peek().is_some_and(|&(_, d)| d.is_whitespace());
+        let clause_end =
+            WIDE_CLAUSE_ENDS.contains(&c) || (CLAUSE_ENDS.contains(&c) && next_is_space);
+        if clause_end && length >= floor {
+            best = Some(i + c.len_utf8());
+        }
+    }
+    best
+}
+
 /// Where a chunk that has grown past the cap at byte `at` is cut: the last whitespace before
 /// it, or `at` itself when there is none (a long URL, unspaced scripts).
 fn cap_split(buf: &str, at: usize) -> usize {
@@ -374,9 +455,11 @@ mod tests {
             };
             let mut by_scan = Vec::new();
             let mut rest = text.trim_start();
-            let mut first = true;
             while !rest.is_empty() {
-                let end = scan_boundary(rest, first, &config, true).unwrap_or(rest.len());
+                let before = by_scan
+                    .last()
+                    .map_or(Before::Nothing, |c: &String| Before::chunk(c));
+                let end = scan_boundary(rest, before, &config, true).unwrap_or(rest.len());
                 assert!(
                     end > 0,
                     "no progress at {:?} (max_chars {max_chars})",
@@ -385,7 +468,6 @@ mod tests {
                 let chunk = normalize_space(&rest[..end]);
                 if !chunk.is_empty() {
                     by_scan.push(chunk);
-                    first = false;
                 }
                 rest = rest[end..].trim_start();
             }
@@ -507,6 +589,91 @@ mod tests {
             [
                 "Yes.",
                 "Well, that is a good question, and the answer is long."
+            ]
+        );
+    }
+
+    /// The rest of a sentence after a three-word first chunk is not one long second chunk:
+    /// the reply would go quiet mid-sentence while it was written and spoken.
+    #[test]
+    fn chunks_after_a_short_first_one_grow_threefold() {
+        let cfg = ChunkerConfig {
+            first_chunk_max_chars: 16,
+            ..ChunkerConfig::default()
+        };
+        let reply = "I will remind you to call your mother tomorrow morning at nine o'clock \
+                     sharp and again in the evening if you have not called her by then.";
+        assert_eq!(
+            Chunker::split(reply, cfg),
+            [
+                "I will remind",
+                "you to call your mother tomorrow",
+                "morning at nine o'clock sharp and again in the evening if you have not called \
+                 her by then.",
+            ]
+        );
+        let mid = Before::MidSentence;
+        assert_eq!(cap_after(Before::Nothing, &cfg), 16);
+        assert_eq!(cap_after(mid(13), &cfg), 39);
+        assert_eq!(
+            cap_after(mid(2), &cfg),
+            16,
+            "never below the first chunk's cap"
+        );
+        assert_eq!(cap_after(mid(90), &cfg), 240, "never above max_chars");
+        assert_eq!(cap_after(mid(usize::MAX), &cfg), 240);
+        // After a sentence end the next sentence is whole: a pause there is a breath.
+        assert_eq!(cap_after(Before::SentenceEnd, &cfg), 240);
+        assert_eq!(
+            Chunker::split(
+                "Yes. Well, that is a good question, and the answer is long.",
+                cfg
+            ),
+            [
+                "Yes.",
+                "Well, that is a good question, and the answer is long."
+            ]
+        );
+        assert_eq!(Before::chunk("He said \"yes.\""), Before::SentenceEnd);
+        assert_eq!(Before::chunk("Well, then"), mid(10));
+        // No short first cap, no growth: every chunk has the long cap.
+        let long = ChunkerConfig {
+            first_chunk_max_chars: usize::MAX,
+            ..ChunkerConfig::default()
+        };
+        assert_eq!(cap_after(Before::Nothing, &long), 240);
+        assert_eq!(cap_after(mid(3), &long), 240);
+    }
+
+    #[test]
+    fn a_chunk_cut_at_a_grown_cap_ends_at_its_last_long_enough_clause() {
+        let cfg = ChunkerConfig {
+            first_chunk_max_chars: 16,
+            ..ChunkerConfig::default()
+        };
+        // After "Well then, the" (14 characters) the cap is 42, reached inside "can": the
+        // chunk ends at the comma after "weekend" (26 characters), not at "can".
+        assert_eq!(
+            Chunker::split(
+                "Well then, the forecast for this weekend, as far as I can tell, is sunny.",
+                cfg
+            ),
+            [
+                "Well then, the",
+                "forecast for this weekend,",
+                "as far as I can tell, is sunny."
+            ]
+        );
+        // A comma that would leave the chunk shorter than a first chunk is passed over.
+        assert_eq!(
+            Chunker::split(
+                "Well then, the forecast, I see for this weekend is sunny and warm.",
+                cfg
+            ),
+            [
+                "Well then, the",
+                "forecast, I see for this weekend is sunny",
+                "and warm."
             ]
         );
     }

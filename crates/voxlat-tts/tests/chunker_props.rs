@@ -5,7 +5,7 @@
 //! not from the code under test.
 
 use proptest::prelude::*;
-use voxlat_tts::chunker::{Chunker, ChunkerConfig};
+use voxlat_tts::chunker::{Chunker, ChunkerConfig, CAP_GROWTH};
 
 /// (raw, spoken) word tokens, including every case the chunker must not split inside.
 const WORDS: &[(&str, &str)] = &[
@@ -159,9 +159,21 @@ proptest! {
         config in configs(),
     ) {
         let chunks = run(config, &deltas(&raw, &cuts));
-        if let Some(first) = chunks.first() {
-            let cap = config.max_chars.min(config.first_chunk_max_chars);
-            prop_assert!(first.chars().count() <= cap, "first chunk {:?} over {}", first, cap);
+        // The first chunk's cap; after a chunk that ends inside a sentence, CAP_GROWTH times
+        // its length, never below the first's cap; after a sentence end, max_chars.
+        let first_cap = config.max_chars.min(config.first_chunk_max_chars);
+        let mut cap = first_cap;
+        for chunk in &chunks {
+            let len = chunk.chars().count();
+            prop_assert!(len <= cap, "{:?} over its cap {}", chunk, cap);
+            let sentence_end = chunk
+                .trim_end_matches(['"', '\'', ')', ']', '}', '”', '’', '»', '」', '』', '）'])
+                .ends_with(['.', '!', '?', '。', '！', '？']);
+            cap = if sentence_end {
+                config.max_chars
+            } else {
+                config.max_chars.min(first_cap.max(len.saturating_mul(CAP_GROWTH)))
+            };
         }
         for chunk in chunks {
             prop_assert!(!chunk.is_empty());
