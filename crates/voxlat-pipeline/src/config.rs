@@ -52,13 +52,14 @@ pub struct PipelineConfig {
     pub save_replies: Option<PathBuf>,
 }
 
-/// About four words, half the chunker's own default of 40. Measured on the bundled scenarios
-/// (`voxlat replay --first-chunk-max`, README): 40 → 20 characters took first audio from P50
-/// 1158 to 1011 ms with no playout underrun. Shorter first chunks start sooner still but leave
-/// gaps: at 16, two of 63 replies paused about 150 ms before their long second chunk; at 12,
-/// 5 of 21 paused.
+/// About three words, the chunker's own `first_chunk_min_chars`. Measured on the bundled
+/// scenarios (`voxlat replay --first-chunk-max`, docs/benchmarks.md): 40 → 20 characters took
+/// first audio from P50 1158 to 1011 ms with no playout underrun, and 20 → 16 readied the
+/// speculative reply by the commit in 50–56 of 63 turns instead of 39–45. At 16 the reply went
+/// quiet before a long second chunk (3 underruns in one run) until the chunks after the first
+/// were capped to grow from it (the chunker's `CAP_GROWTH`); at 12, 5 of 21 replies paused.
 fn default_first_chunk_max_chars() -> usize {
-    20
+    16
 }
 
 impl Default for PipelineConfig {
