@@ -156,11 +156,12 @@ impl Chunker {
     }
 }
 
-/// How much longer each chunk may be than the one before it, when the first chunk is short. On 2 cores the LLM writes a character in about 6 ms (25 ms a token of about
-/// four characters) and Piper speaks one in about 6.5 ms (real-time factor 0.1), while
-/// playing it takes about 65 ms: the next chunk is ready within the current one's audio
-/// when it is up to about five times as long, less the fixed cost of each call. Three
-/// leaves room for a slower machine or model.
+/// How much longer a chunk may be than the one before it, when that one was cut inside a
+/// sentence. On 2 cores the LLM writes a character in about 6 ms (25 ms a token of about four
+/// characters) and Piper speaks one in about 6.5 ms (real-time factor 0.1), while playing it
+/// takes about 65 ms: the next chunk is ready within the current one's audio when it is up to
+/// about five times as long, less the fixed cost of each call. Three leaves room for a slower
+/// machine or model.
 pub const CAP_GROWTH: usize = 3;
 
 /// How the chunk before the one being cut ended.
