@@ -225,11 +225,10 @@ fn scan_boundary(buf: &str, before: Before, cfg: &ChunkerConfig, at_end: bool) -
     // A chunk cut at a grown cap may end at a clause mark instead, if it stays as long as a
     // first chunk may be (the first has its own clause rule below).
     let floor = matches!(before, Before::MidSentence(_)).then(|| cap_after(Before::Nothing, cfg));
-    let cut_at_cap = |at: usize| {
-        floor
-            .and_then(|floor| clause_split(buf, at, floor))
-            .unwrap_or_else(|| cap_split(buf, at))
-    };
+    // Byte offset just past the last clause mark, at least `floor` characters in, where the
+    // chunk may end if it reaches its cap: an ASCII mark needs whitespace after it, within
+    // the cap.
+    let mut last_clause: Option<usize> = None;
     let chars: Vec<(usize, char)> = buf.char_indices().collect();
     let byte_at = |k: usize| chars.get(k).map_or(buf.len(), |&(b, _)| b);
     // Length as it will be after whitespace is collapsed.
@@ -244,7 +243,7 @@ fn scan_boundary(buf: &str, before: Before, cfg: &ChunkerConfig, at_end: bool) -
         }
         prev_space = space;
         if length > cap {
-            return Some(cut_at_cap(i));
+            return Some(last_clause.unwrap_or_else(|| cap_split(buf, i)));
         }
         if c == '\n' {
             return Some(i);
@@ -255,7 +254,7 @@ fn scan_boundary(buf: &str, before: Before, cfg: &ChunkerConfig, at_end: bool) -
             // judged again on its own), so it counts towards the cap here.
             length += run_end - k - 1;
             if length > cap {
-                return Some(cut_at_cap(i));
+                return Some(last_clause.unwrap_or_else(|| cap_split(buf, i)));
             }
             let Some(&(_, next)) = chars.get(run_end) else {
                 return at_end.then_some(buf.len());
@@ -282,7 +281,7 @@ fn scan_boundary(buf: &str, before: Before, cfg: &ChunkerConfig, at_end: bool) -
             let (_, run_end) = skip_run(&chars, k, WIDE_SENTENCE_ENDS);
             length += run_end - k - 1;
             if length > cap {
-                return Some(cut_at_cap(i));
+                return Some(last_clause.unwrap_or_else(|| cap_split(buf, i)));
             }
             if run_end == chars.len() && !at_end {
                 return None;
@@ -298,6 +297,16 @@ fn scan_boundary(buf: &str, before: Before, cfg: &ChunkerConfig, at_end: bool) -
                 }
             } else if WIDE_CLAUSE_ENDS.contains(&c) {
                 return Some(byte_at(k + 1));
+            }
+        }
+        if floor.is_some_and(|floor| length >= floor) {
+            let spaced = length < cap
+                && CLAUSE_ENDS.contains(&c)
+                && chars
+                    .get(k + 1)
+                    .is_some_and(|&(_, next)| next.is_whitespace());
+            if spaced || WIDE_CLAUSE_ENDS.contains(&c) {
+                last_clause = Some(byte_at(k + 1));
             }
         }
         k += 1;
@@ -379,31 +388,6 @@ pub(crate) fn abbreviation_before_dot(word: &str, next: Option<char>) -> bool {
     }
     // "No. 5" but not "I said no. Then".
     word == "no" && next.is_some_and(|c| c.is_ascii_digit())
-}
-
-/// Where a chunk that has grown past the cap at byte `at` ends at a clause mark: after the
-/// last one before `at` that is followed by whitespace and leaves at least `floor`
-/// characters, if any.
-fn clause_split(buf: &str, at: usize, floor: usize) -> Option<usize> {
-    let mut best = None;
-    // Length as it will be after whitespace is collapsed, as in `scan_boundary`.
-    let mut length = 0usize;
-    let mut prev_space = false;
-    let mut chars = buf[..at].char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        let space = c.is_whitespace();
-        if !(space && prev_space) {
-            length += 1;
-        }
-        prev_space = space;
-        let next_is_space = chars.peek().is_some_and(|&(_, d)| d.is_whitespace());
-        let clause_end =
-            WIDE_CLAUSE_ENDS.contains(&c) || (CLAUSE_ENDS.contains(&c) && next_is_space);
-        if clause_end && length >= floor {
-            best = Some(i + c.len_utf8());
-        }
-    }
-    best
 }
 
 /// Where a chunk that has grown past the cap at byte `at` is cut: the last whitespace before
