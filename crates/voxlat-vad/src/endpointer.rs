@@ -39,6 +39,10 @@ pub const RESTART_AFTER_ZEROS_MS: u32 = 200;
 /// How far back from the VAD's last voiced frame `speech_end` may be moved: the VAD's lag
 /// after the last word measured up to about 300 ms on real recordings.
 pub const REFINE_MS: u64 = 500;
+/// Between turns, audio this old is the room's, for the energy track's noise floor: a voice
+/// can begin softly (a breath, a fricative) up to 100 ms before the VAD calls it voiced, and
+/// Silero's onsets come up to 80 ms late on the bundled clips.
+const ROOM_LAG_MS: u64 = 150;
 
 /// With [`EndpointerConfig::early_provisional`], a VAD still calling frames voiced this long
 /// after a provisional end's audio is taken to be hearing speech the energy track missed (a
@@ -193,6 +197,8 @@ pub struct Endpointer<D: VoiceDetector> {
     scorer: Option<SharedScorer>,
     /// Samples of digital silence in a row, up to the current frame.
     zeros: usize,
+    /// Since when, between turns, nothing has been speech: the room, for the noise floor.
+    room_from: Option<Nanos>,
 }
 
 impl<D: VoiceDetector> Endpointer<D> {
@@ -207,6 +213,7 @@ impl<D: VoiceDetector> Endpointer<D> {
             period_ns: 1e9 / f64::from(RATE),
             frame_span_ns: (frame.saturating_sub(1) as f64 * 1e9 / f64::from(RATE)) as u64,
             energy: EnergyTrack::new(RATE),
+            room_from: None,
             cfg,
             detector,
             scorer: None,
@@ -289,12 +296,16 @@ impl<D: VoiceDetector> Endpointer<D> {
             self.energy.note_speech(self.frame_start(end));
         }
         let cfg = &self.cfg;
+        let frame_start = self.frame_start(end);
         match &mut self.state {
             State::Idle { voiced_run } => {
                 self.recent.extend(frame.iter().copied());
                 *voiced_run = if voiced { *voiced_run + fs } else { 0 };
+                let room_from = *self.room_from.get_or_insert(frame_start);
+                let room_to = Nanos(end.0.saturating_sub(ROOM_LAG_MS * 1_000_000));
                 if *voiced_run == 0 {
                     self.energy.reset_peak();
+                    self.energy.note_room(room_from, room_to);
                 }
                 let keep = EndpointerConfig::samples(cfg.pre_roll_ms) + *voiced_run;
                 while self.recent.len() > keep {
@@ -310,10 +321,13 @@ impl<D: VoiceDetector> Endpointer<D> {
                     let speech_start = Nanos(first_frame_end.0.saturating_sub(self.frame_span_ns));
                     if !self.energy.heard_speech_since(speech_start) {
                         // Voiced to the VAD, not speech to the energy track (hiss or hum the
-                        // VAD has adapted to): the run's start slides on with the audio.
+                        // VAD has adapted to): the room, and the run's start slides on with
+                        // the audio.
+                        self.energy.note_room(room_from, room_to);
                         *voiced_run = min_run.saturating_sub(fs);
                         return Ok(());
                     }
+                    self.room_from = None;
                     self.utterance.clear();
                     self.utterance.extend(self.recent.drain(..));
                     let voiced_len = self.utterance.len();

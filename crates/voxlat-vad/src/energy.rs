@@ -14,9 +14,13 @@
 //!   or the edge of a filtered transient (one block) does not.
 //! - **Relative to the noise, not only to the peak.** A block counts as speech when it is
 //!   within [`BELOW_PEAK_DB`] of the turn's loudest block *and* at least [`ABOVE_FLOOR_DB`]
-//!   above the noise floor, the quietest block heard recently (digital silence aside). On
-//!   clean input only the peak rule matters; over a noisy room, breath and hiss at the noise
-//!   level no longer count.
+//!   above the noise floor. On clean input only the peak rule matters; over a noisy room,
+//!   breath and hiss at the noise level no longer count.
+//! - **The floor is the room's level, measured where no one speaks.** It is the mean of the
+//!   quietest [`FLOOR_WINDOW`] blocks in a row that the endpointer heard between turns
+//!   ([`EnergyTrack::note_room`]), kept through a turn longer than the blocks kept. Until the
+//!   room has been heard (a recording that starts with speech, or digital silence around
+//!   it), it is the quietest single block.
 
 use std::collections::VecDeque;
 use voxlat_core::Nanos;
@@ -25,10 +29,16 @@ use voxlat_core::Nanos;
 pub const BLOCK: usize = 80;
 /// A block is speech only within this of the turn's loudest block.
 pub const BELOW_PEAK_DB: f32 = 50.0;
-/// ... and only this far above the noise floor. 5 ms blocks of steady noise vary by about
-/// ±1 dB around their mean, and the floor is their minimum, so noise itself stays below.
-/// Set on the 17 bundled clips (docs/benchmarks.md gives the measured error).
+/// ... and only this far above the noise floor. 5 ms blocks of white noise vary by about
+/// ±1 dB around their mean, but a real room's (hum, rumble, a radio recording's hiss) by
+/// ±3–5 dB, so the floor is a mean level ([`FLOOR_WINDOW`]), not the quietest single block:
+/// 6 dB above that block let the room's louder blocks count as speech for up to 100 ms after
+/// the last word. Set on the 17 bundled clips (docs/benchmarks.md gives the measured error).
 pub const ABOVE_FLOOR_DB: f32 = 6.0;
+/// Blocks in a row (50 ms) whose mean energy is the noise floor: the quietest such stretch
+/// heard recently. Longer stretches put the floor above a quiet recording's soft last
+/// consonant (docs/benchmarks.md, 2026-12-05, tuning half and bundled clips).
+pub const FLOOR_WINDOW: usize = 10;
 /// A block whose speech-band energy is this far below its whole energy (DC aside) is rumble
 /// or a thump, not speech. Low male vowels lose about 3–6 dB.
 pub const MAX_BAND_LOSS_DB: f32 = 10.0;
@@ -71,12 +81,14 @@ impl Biquad {
     }
 }
 
-/// One 5 ms block: its end, and its mean square in the speech band and in the whole band.
+/// One 5 ms block: its end, its mean square in the speech band and in the whole band, and
+/// whether the endpointer heard it between turns.
 #[derive(Clone, Copy, Debug)]
 struct Block {
     end: Nanos,
     band: f32,
     whole: f32,
+    room: bool,
 }
 
 /// Speech-band energy of the most recent blocks, with their end times.
@@ -90,6 +102,8 @@ pub struct EnergyTrack {
     blocks: VecDeque<Block>,
     /// Loudest block of the current turn (mean square).
     peak: f32,
+    /// The room's noise floor, last measured between turns (mean square).
+    room_floor: Option<f32>,
 }
 
 impl EnergyTrack {
@@ -103,6 +117,7 @@ impl EnergyTrack {
             count: 0,
             blocks: VecDeque::with_capacity(KEPT),
             peak: 0.0,
+            room_floor: None,
         }
     }
 
@@ -121,6 +136,7 @@ impl EnergyTrack {
                 end: at,
                 band: self.band / BLOCK as f32,
                 whole: self.whole / BLOCK as f32,
+                room: false,
             });
             self.band = 0.0;
             self.whole = 0.0;
@@ -135,6 +151,40 @@ impl EnergyTrack {
                 break;
             }
             self.peak = self.peak.max(b.band);
+        }
+    }
+
+    /// Marks the blocks that end from `from` to `to` as the room between turns, and measures
+    /// the noise floor again: the mean of the quietest [`FLOOR_WINDOW`] such
+    /// blocks in a row among those kept, none of them digital silence (replay's padding, a
+    /// muted input), which is not the room's noise. Summed afresh per stretch: a running sum
+    /// would carry the rounding of speech blocks (1e-2) into a floor of 1e-8.
+    pub fn note_room(&mut self, from: Nanos, to: Nanos) {
+        for b in self.blocks.iter_mut().rev() {
+            if b.end < from {
+                break;
+            }
+            b.room |= b.end <= to;
+        }
+        let mut quietest = f32::INFINITY;
+        let mut run = 0usize;
+        for (i, b) in self.blocks.iter().enumerate() {
+            run = if b.room && b.band > DIGITAL_SILENCE {
+                run + 1
+            } else {
+                0
+            };
+            if run >= FLOOR_WINDOW {
+                let sum: f32 = self
+                    .blocks
+                    .range(i + 1 - FLOOR_WINDOW..=i)
+                    .map(|b| b.band)
+                    .sum();
+                quietest = quietest.min(sum / FLOOR_WINDOW as f32);
+            }
+        }
+        if quietest.is_finite() {
+            self.room_floor = Some(quietest);
         }
     }
 
@@ -178,8 +228,8 @@ impl EnergyTrack {
     /// calls a recording's steady hiss or hum voiced for seconds, and every endpoint in it was
     /// followed at once by a new "turn" that held no speech (a live reply then waited for it).
     ///
-    /// The noise floor here is the quietest block heard before `since`: a steady sound that
-    /// starts out of digital silence is above no floor, not at its own.
+    /// Until the room has been heard, the floor here is the quietest block before `since`: a
+    /// steady sound that starts out of digital silence is above no floor, not at its own.
     pub fn heard_speech_since(&self, since: Nanos) -> bool {
         let speech = self.speech_rule(Some(since));
         let mut previous = false;
@@ -194,22 +244,34 @@ impl EnergyTrack {
     }
 
     /// Whether one block is speech: near enough the turn's peak, far enough above the noise
-    /// floor (the blocks kept, or those ending before `floor_before`), and mostly in the
-    /// speech band.
+    /// floor (the room's, or the quietest block kept or ending before `floor_before`), and
+    /// mostly in the speech band.
     fn speech_rule(&self, floor_before: Option<Nanos>) -> impl Fn(&Block) -> bool {
-        // Digital silence (replay's padding, a muted input) is not the room's noise floor.
-        let floor = self
-            .blocks
-            .iter()
-            .take_while(|b| floor_before.is_none_or(|t| b.end < t))
-            .map(|b| b.band)
-            .filter(|&e| e > DIGITAL_SILENCE)
-            .fold(f32::INFINITY, f32::min);
-        let floor = if floor.is_finite() { floor } else { 0.0 };
+        let floor = self.noise_floor(floor_before);
         let threshold =
             (self.peak * db_to_power(-BELOW_PEAK_DB)).max(floor * db_to_power(ABOVE_FLOOR_DB));
         let in_band = db_to_power(-MAX_BAND_LOSS_DB);
         move |b: &Block| b.band > 0.0 && b.band >= threshold && b.band >= b.whole * in_band
+    }
+}
+
+impl EnergyTrack {
+    fn noise_floor(&self, before: Option<Nanos>) -> f32 {
+        if let Some(floor) = self.room_floor {
+            return floor;
+        }
+        let quietest = self
+            .blocks
+            .iter()
+            .take_while(|b| before.is_none_or(|t| b.end < t))
+            .map(|b| b.band)
+            .filter(|&e| e > DIGITAL_SILENCE)
+            .fold(f32::INFINITY, f32::min);
+        if quietest.is_finite() {
+            quietest
+        } else {
+            0.0
+        }
     }
 }
 
@@ -284,6 +346,38 @@ mod tests {
         let mut t = track(&x);
         t.note_speech(Nanos(0));
         let end = t.speech_end(Nanos(950 * MS), Nanos(0));
+        assert!(
+            (695 * MS..=710 * MS).contains(&end.0),
+            "speech end {} ms",
+            end.0 / MS
+        );
+    }
+
+    #[test]
+    fn a_room_whose_noise_swells_and_fades_is_not_speech_after_the_word() {
+        // Noise at about -50 dBFS whose level swells and fades by ±4 dB every 60 ms, as a real
+        // room's hum and rumble do; the room alone for 200 ms, then a tone to 700 ms. 6 dB
+        // above the quietest single block, each swell would count as speech, and the end
+        // would be the last swell's, up to 300 ms late.
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut x = noise(0.005, 16_000, &mut seed);
+        for (k, block) in x.chunks_mut(BLOCK).enumerate() {
+            let db = 4.0 * (2.0 * std::f32::consts::PI * k as f32 / 12.0).sin();
+            block.iter_mut().for_each(|v| *v *= 10f32.powf(db / 20.0));
+        }
+        for (i, v) in tone(440.0, 0.2, 8000).enumerate() {
+            x[3200 + i] += v;
+        }
+        let mut t = EnergyTrack::new(16_000);
+        for (i, &v) in x.iter().enumerate() {
+            let at = Nanos(((i + 1) as u64 * 1_000_000_000) / 16_000);
+            t.push(v, at);
+            if i + 1 == 3200 {
+                t.note_room(Nanos(0), at);
+            }
+        }
+        t.note_speech(Nanos(200 * MS));
+        let end = t.speech_end(Nanos(1000 * MS), Nanos(500 * MS));
         assert!(
             (695 * MS..=710 * MS).contains(&end.0),
             "speech end {} ms",
