@@ -40,8 +40,8 @@ pub const RESTART_AFTER_ZEROS_MS: u32 = 200;
 /// after the last word measured up to about 300 ms on real recordings.
 pub const REFINE_MS: u64 = 500;
 /// Between turns, audio this old is the room's, for the energy track's noise floor: a voice
-/// can begin softly (a breath, a fricative) up to 100 ms before the VAD calls it voiced, and
-/// Silero's onsets come up to 80 ms late on the bundled clips.
+/// begins softly (a breath, a fricative) before the VAD calls it voiced, and Silero's onsets
+/// came up to 78 ms late on the bundled clips (`tests/silero_compare.rs`).
 const ROOM_LAG_MS: u64 = 150;
 
 /// With [`EndpointerConfig::early_provisional`], a VAD still calling frames voiced this long

@@ -18,9 +18,9 @@
 //!   breath and hiss at the noise level no longer count.
 //! - **The floor is the room's level, measured where no one speaks.** It is the mean of the
 //!   quietest [`FLOOR_WINDOW`] blocks in a row that the endpointer heard between turns
-//!   ([`EnergyTrack::note_room`]), kept through a turn longer than the blocks kept. Until the
-//!   room has been heard (a recording that starts with speech, or digital silence around
-//!   it), it is the quietest single block.
+//!   ([`EnergyTrack::note_room`]), remembered through a turn that outlasts the blocks kept.
+//!   Until the room has been heard (a recording that starts with speech, or digital silence
+//!   around it), it is the quietest single block.
 
 use std::collections::VecDeque;
 use voxlat_core::Nanos;
@@ -36,8 +36,8 @@ pub const BELOW_PEAK_DB: f32 = 50.0;
 /// the last word. Set on the 17 bundled clips (docs/benchmarks.md gives the measured error).
 pub const ABOVE_FLOOR_DB: f32 = 6.0;
 /// Blocks in a row (50 ms) whose mean energy is the noise floor: the quietest such stretch
-/// heard recently. Longer stretches put the floor above a quiet recording's soft last
-/// consonant (docs/benchmarks.md, 2026-12-05, tuning half and bundled clips).
+/// of the room. Not tuned: long enough for a room's swells to average out, short enough to
+/// fit in the gaps between turns.
 pub const FLOOR_WINDOW: usize = 10;
 /// A block whose speech-band energy is this far below its whole energy (DC aside) is rumble
 /// or a thump, not speech. Low male vowels lose about 3–6 dB.
@@ -253,9 +253,9 @@ impl EnergyTrack {
         let in_band = db_to_power(-MAX_BAND_LOSS_DB);
         move |b: &Block| b.band > 0.0 && b.band >= threshold && b.band >= b.whole * in_band
     }
-}
 
-impl EnergyTrack {
+    /// The room's floor, or until it has been heard the quietest block (kept, or ending
+    /// before `before`); 0 when nothing but digital silence has been heard.
     fn noise_floor(&self, before: Option<Nanos>) -> f32 {
         if let Some(floor) = self.room_floor {
             return floor;
