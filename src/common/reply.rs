@@ -20,7 +20,7 @@ pub struct ReplyArgs {
     pub whole_turn_asr: bool,
     /// Cut the first chunk at a word before this many characters when no clause or sentence
     /// boundary comes sooner (a shorter first chunk is spoken sooner, but may leave a gap).
-    #[arg(long, value_name = "CHARS", default_value_t = 16, value_parser = clap::value_parser!(u16).range(8..=240))]
+    #[arg(long, value_name = "CHARS", default_value_t = voxlat_pipeline::config::DEFAULT_FIRST_CHUNK_MAX_CHARS, value_parser = clap::value_parser!(u16).range(8..=240))]
     pub first_chunk_max: u16,
     /// Messages of the conversation sent with each turn (user and assistant, two per turn);
     /// past it the older half is dropped at once, which keeps the server's prefix cache

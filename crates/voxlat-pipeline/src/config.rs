@@ -54,12 +54,15 @@ pub struct PipelineConfig {
 
 /// About three words, the chunker's own `first_chunk_min_chars`. Measured on the bundled
 /// scenarios (`voxlat replay --first-chunk-max`, docs/benchmarks.md): 40 → 20 characters took
-/// first audio from P50 1158 to 1011 ms with no playout underrun, and 20 → 16 readied the
-/// speculative reply by the commit in 50–56 of 63 turns instead of 39–45. At 16 the reply went
-/// quiet before a long second chunk (3 underruns in one run) until the chunks after the first
-/// were capped to grow from it (the chunker's `CAP_GROWTH`); at 12, 5 of 21 replies paused.
+/// first audio from P50 1158 to 1011 ms with no playout underrun, and 20 → 16, with the chunks
+/// after the first capped to grow from it (the chunker's `CAP_GROWTH`), readied the speculative
+/// reply by the commit in 45–49 of 63 turns instead of 39–45. Without that growth, 16 left the
+/// reply quiet before a long second chunk (up to 3 underruns a run); at 12, 5 of 21 replies
+/// paused. The CLI's `--first-chunk-max` defaults to it too.
+pub const DEFAULT_FIRST_CHUNK_MAX_CHARS: u16 = 16;
+
 fn default_first_chunk_max_chars() -> usize {
-    16
+    usize::from(DEFAULT_FIRST_CHUNK_MAX_CHARS)
 }
 
 impl Default for PipelineConfig {
