@@ -80,8 +80,23 @@ pub fn run(args: TranscribeArgs) -> Result<ExitCode> {
                         )
                     })
                     .unwrap_or_default();
+                let scores = t
+                    .scores
+                    .map(|s| {
+                        format!(
+                            ", P(no speech) {:.2}, mean log p {:.2}{}",
+                            s.no_speech_prob,
+                            s.avg_logprob,
+                            if s.no_speech() {
+                                " (Whisper's no-speech rule)"
+                            } else {
+                                ""
+                            }
+                        )
+                    })
+                    .unwrap_or_default();
                 println!(
-                    "{}: {}{note}\n  audio {:.2} s, compute {:.0} ms, RTF {:.3}{retried}",
+                    "{}: {}{note}\n  audio {:.2} s, compute {:.0} ms, RTF {:.3}{scores}{retried}",
                     file.display(),
                     t.text,
                     t.audio.as_secs_f64(),

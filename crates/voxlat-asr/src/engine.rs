@@ -186,10 +186,31 @@ pub struct Transcript {
     pub real_time_factor: f64,
     /// Text tokens of the kept decode.
     pub tokens: usize,
+    /// Whisper's own belief that the kept decode heard speech; `None` when no segment came
+    /// back, or another engine transcribed.
+    pub scores: Option<Scores>,
     /// Set when the first decode ran away and was decoded again.
     pub fallback: Option<FallbackReport>,
     /// The call, when a remote server transcribed.
     pub remote: Option<voxlat_core::remote::RemoteCall>,
+}
+
+/// What Whisper itself says of a decode: the first window's probability of its no-speech
+/// token, and the mean log probability of the text tokens it kept.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scores {
+    pub no_speech_prob: f32,
+    pub avg_logprob: f32,
+}
+
+impl Scores {
+    /// Whisper's own rule for a window with no speech in it, with OpenAI's defaults
+    /// (`no_speech_threshold` 0.6, `logprob_threshold` −1.0, also whisper.cpp's): the model
+    /// expected silence and is unsure of the words it wrote anyway. It is how Whisper tells a
+    /// noise it wrote words for from a word.
+    pub fn no_speech(&self) -> bool {
+        self.no_speech_prob > 0.6 && self.avg_logprob < -1.0
+    }
 }
 
 impl Transcript {
@@ -205,6 +226,7 @@ impl Transcript {
             audio: Duration::ZERO,
             real_time_factor: 0.0,
             tokens: 0,
+            scores: None,
             fallback: None,
             remote: None,
         }
@@ -227,6 +249,7 @@ struct Decode {
     /// Every token the decoder produced, timestamps included: what whisper.cpp's
     /// `max_tokens` counts, so what the guard's cap is checked against.
     steps: usize,
+    scores: Option<Scores>,
     compute: Duration,
 }
 
@@ -390,6 +413,7 @@ impl WhisperEngine {
             audio,
             real_time_factor: compute.as_secs_f64() / seconds,
             tokens: kept.tokens,
+            scores: kept.scores,
             fallback,
             remote: None,
         })
@@ -451,23 +475,32 @@ impl WhisperEngine {
         let timestamp_0 = self.ctx.token_beg();
         let mut tokens = 0;
         let mut steps = 0;
+        let mut no_speech_prob = None;
+        let mut logprob_sum = 0.0;
         for segment in self.state.as_iter() {
             let piece = segment.to_str_lossy().map_err(AsrError::Inference)?;
             text.push_str(&piece);
+            no_speech_prob.get_or_insert(segment.no_speech_probability());
             // Text tokens have ids below end-of-text, timestamps from `token_beg` up; the
             // special tokens between them are the prompt's, not the decoder's output.
-            for id in (0..segment.n_tokens())
-                .filter_map(|i| segment.get_token(i))
-                .map(|t| t.token_id())
-            {
-                tokens += usize::from(id < eot);
+            for t in (0..segment.n_tokens()).filter_map(|i| segment.get_token(i)) {
+                let id = t.token_id();
+                if id < eot {
+                    tokens += 1;
+                    logprob_sum += f64::from(t.token_data().plog);
+                }
                 steps += usize::from(id < eot || id >= timestamp_0);
             }
         }
+        let scores = no_speech_prob.map(|no_speech_prob| Scores {
+            no_speech_prob,
+            avg_logprob: (logprob_sum / tokens.max(1) as f64) as f32,
+        });
         Ok(Decode {
             text,
             tokens,
             steps,
+            scores,
             compute,
         })
     }

@@ -86,6 +86,10 @@ fn short_real_commands_never_loop() {
         let seconds = audio.len() as f64 / 16_000.0;
         let failure = voxlat_asr::guard::check(&t.raw, 0, 0, seconds);
         assert_eq!(failure, None, "{clip}: {:?}", t.raw);
+        // A word this short after a commit goes on from the turn only if Whisper's own
+        // no-speech rule says it heard speech (P(no speech) was 0.06–0.28 here).
+        let scores = t.scores.expect("Whisper's scores");
+        assert!(!scores.no_speech(), "{clip}: {scores:?}");
         errors += wer(reference, &t.text);
     }
     let mean = errors / SHORT.len() as f64;
@@ -143,6 +147,16 @@ fn silence_and_quiet_noise_do_not_become_turns_but_a_real_thank_you_does() {
         .collect();
     let t = engine.transcribe(&noise).expect("transcribe");
     assert_eq!(t.text, "", "quiet noise gave {:?}", t.raw);
+    // 300 ms of loud noise, as a cough or a knock after a commit: no words, or words Whisper
+    // itself believes came from no speech.
+    let burst: Vec<f32> = noise[..4_800].iter().map(|v| v * 75.0).collect();
+    let t = engine.transcribe(&burst).expect("transcribe");
+    assert!(
+        t.text.is_empty() || t.scores.is_some_and(|s| s.no_speech()),
+        "a noise burst gave {:?} ({:?})",
+        t.text,
+        t.scores
+    );
 
     let t = engine
         .transcribe(&scenario_audio("real-auth-thankyou.wav"))

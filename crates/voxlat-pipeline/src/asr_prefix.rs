@@ -76,6 +76,9 @@ impl Prefix {
             audio,
             real_time_factor: compute.as_secs_f64() / audio.as_secs_f64().max(1e-9),
             tokens: p.tokens + rest.tokens,
+            // Whisper's belief about the rest alone says nothing of words the part before
+            // it had.
+            scores: rest.scores.filter(|_| p.text.is_empty()),
             // A part that ran away is counted, whichever it was.
             fallback: rest.fallback.or_else(|| p.fallback.clone()),
             ..rest
@@ -131,6 +134,7 @@ mod tests {
             audio: Duration::from_secs(1),
             real_time_factor: 0.0,
             tokens: text.split_whitespace().count(),
+            scores: None,
             fallback: None,
             remote: None,
         }

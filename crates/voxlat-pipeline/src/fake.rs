@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use voxlat_asr::engine::{AsrError, Transcript};
+use voxlat_asr::engine::{AsrError, Scores, Transcript};
 use voxlat_core::{clock, EventKind, Timeline};
 use voxlat_llm::client::TextDelta;
 use voxlat_llm::{ChatRequest, DeltaStamp, LlmError, StreamOutcome};
@@ -21,8 +21,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Says the scripted transcripts in order (the last one again when they run out), after
-/// `compute`. `calls` counts transcriptions, speculative ones included; `abandoned` those it
+/// `compute`. Whisper is sure of each as speech, except of a line that begins with
+/// [`NO_SPEECH`]: words it wrote for what it took to be no speech (a noise). `calls` counts transcriptions, speculative ones included; `abandoned` those it
 /// gave up midway because nobody awaited them any more.
+pub const NO_SPEECH: &str = "(no speech) ";
+
 #[derive(Clone)]
 pub struct FakeAsr {
     pub texts: Arc<Mutex<VecDeque<String>>>,
@@ -76,8 +79,16 @@ impl Transcriber for FakeAsr {
                 t.front().cloned().unwrap_or_default()
             }
         };
+        let (text, scores) = match text.strip_prefix(NO_SPEECH) {
+            Some(noise) => (noise.to_string(), (0.9, -1.5)),
+            None => (text, (0.01, -0.3)),
+        };
         let secs = audio.len() as f64 / f64::from(voxlat_audio::PIPELINE_RATE);
         Ok(Transcript {
+            scores: Some(Scores {
+                no_speech_prob: scores.0,
+                avg_logprob: scores.1,
+            }),
             raw: text.clone(),
             tokens: text.split_whitespace().count(),
             text,

@@ -94,6 +94,8 @@ impl Transcriber for AsrClient {
             compute,
             audio: Duration::from_secs_f64(secs),
             real_time_factor: compute.as_secs_f64() / secs.max(1e-9),
+            // OpenAI's transcription API returns no per-window scores.
+            scores: None,
             fallback: None,
             remote: Some(got.call),
         })

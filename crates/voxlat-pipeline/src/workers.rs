@@ -375,6 +375,7 @@ mod tests {
                 audio: Duration::from_secs_f64(audio.len() as f64 / 16_000.0),
                 real_time_factor: 0.0,
                 tokens: 2,
+                scores: None,
                 fallback: (audio.len() < 8_000).then(|| FallbackReport {
                     reason: "reached the token cap".into(),
                     strategy: Fallback::Off,

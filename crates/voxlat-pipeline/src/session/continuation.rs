@@ -4,9 +4,11 @@
 //! its audio stops (or, not yet audible, stays held) and the session waits for what the user
 //! says. Words mean the commit was early: the reply gives way, and its words carry into the
 //! turn that continues them (one user message, never two, never lost). No words (a cough,
-//! "mm-hm", a noise the barge-in gate took for speech) mean it was not: the reply plays on
-//! from where it stopped. Later speech is a barge-in, and the turn in flight is cancelled.
+//! "mm-hm", a noise the barge-in gate took for speech: [`super::adds`]) mean it was not: the
+//! reply plays on from where it stopped. Later speech is a barge-in, and the turn in flight is
+//! cancelled.
 
+use super::adds::{adds, Adds};
 use super::{Commit, Endpointed, Session};
 use crate::record::{TurnOutcome, TurnRecord};
 use crate::workers::AsrResult;
@@ -48,37 +50,6 @@ pub(super) struct Paused {
 
 fn resume_due() -> tokio::time::Instant {
     tokio::time::Instant::now() + Duration::from_millis(RESUMED_WITHIN_MS as u64)
-}
-
-/// Speech shorter than this after a commit does not replace the reply: LiveKit's default
-/// `min_interruption_duration` (0.5 s). Whisper writes words for a noise burst too (300 ms
-/// of white noise over the loopback came back as "minutes"), so a transcript alone cannot
-/// tell a cough or an "mm-hm" from the user going on.
-pub const MIN_GOING_ON_MS: f64 = 500.0;
-
-/// What the deciding utterance adds to the turn: words, nothing (no transcript, or speech
-/// too short to be more than a backchannel or a noise: its text, if any, is kept), or no one
-/// knows (its transcription failed).
-enum Adds {
-    Words,
-    Nothing(Option<String>),
-    Unknown,
-}
-
-/// What an utterance of `speech_ms` adds, given its transcription.
-fn adds(r: &Result<AsrResult, oneshot::error::RecvError>, speech_ms: f64) -> Adds {
-    match r {
-        Ok(AsrResult {
-            transcript: Ok(t), ..
-        }) if t.text.trim().is_empty() => Adds::Nothing(None),
-        Ok(AsrResult {
-            transcript: Ok(t), ..
-        }) if speech_ms < MIN_GOING_ON_MS => Adds::Nothing(Some(t.text.trim().to_string())),
-        Ok(AsrResult {
-            transcript: Ok(_), ..
-        }) => Adds::Words,
-        _ => Adds::Unknown,
-    }
 }
 
 /// A transcription already received, to be awaited again by whoever takes it next.

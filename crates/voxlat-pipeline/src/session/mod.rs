@@ -20,6 +20,7 @@
 //! audio time, which is mapped onto the process clock at the moment the endpointer decides,
 //! so endpointing is then in audio time (the results say so).
 
+mod adds;
 mod close;
 mod continuation;
 mod held_progress;
@@ -30,8 +31,9 @@ mod state;
 mod warm;
 mod waste;
 
+pub use adds::MIN_GOING_ON_MS;
+pub use continuation::RESUMED_WITHIN_MS;
 use continuation::{carried_words, AskAgain, Paused};
-pub use continuation::{MIN_GOING_ON_MS, RESUMED_WITHIN_MS};
 
 pub use inputs::{SessionOptions, SourceClock, SourceEvent, TurnMeta};
 
