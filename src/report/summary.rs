@@ -130,7 +130,7 @@ pub fn print_report(r: &ReplayResults) {
     }
     if let Some(c) = &a.cutoffs {
         println!(
-            "Cut off (committed inside a labelled pause or before the annotated end, audio time): {} of {} judged turns ({:.1}%); `voxlat eval-turns` gives the trade-off per policy.",
+            "Cut off (committed inside a labelled pause or before the annotated end, audio time): {} of {} judged utterances ({:.1}%), counted once however many turns the session made of one; `voxlat eval-turns` gives the trade-off per policy.",
             c.cut_off,
             c.judged,
             c.rate * 100.0

@@ -103,7 +103,7 @@ impl PaceSummary {
     }
 }
 
-/// Cut-off turns among those judged.
+/// Cut-off utterances among those judged.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CutoffCount {
     pub judged: usize,
@@ -113,12 +113,19 @@ pub struct CutoffCount {
 }
 
 impl CutoffCount {
+    /// Counts utterances, not records: an utterance committed inside a pause and then
+    /// merged with its rest leaves two records (the reply that gave way, cut off, and the
+    /// merged turn), and it was cut off once.
     pub fn of<'a>(turns: impl Iterator<Item = &'a TurnRecord>) -> Option<CutoffCount> {
-        let (mut judged, mut cut_off) = (0, 0);
-        for v in turns.filter_map(|t| t.cutoff) {
-            judged += 1;
-            cut_off += usize::from(v.cut_off());
+        let mut utterances: std::collections::BTreeMap<_, bool> = Default::default();
+        for t in turns {
+            if let Some(v) = t.cutoff {
+                let key = (t.session, &t.scenario, &t.turn, t.repeat, t.warmup);
+                *utterances.entry(key).or_default() |= v.cut_off();
+            }
         }
+        let judged = utterances.len();
+        let cut_off = utterances.values().filter(|&&c| c).count();
         (judged > 0).then(|| CutoffCount {
             judged,
             cut_off,

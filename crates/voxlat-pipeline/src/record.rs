@@ -195,17 +195,18 @@ pub struct TurnRecord {
     /// [`crate::session::RESUMED_WITHIN_MS`]), a sign the commit came too early.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumed_after_ms: Option<f64>,
-    /// Live: the words of an earlier commit that this turn continues (the user went on before
-    /// its reply was heard); the LLM was asked with them and `transcript` as one message.
+    /// The words of an earlier commit that this turn continues (the user went on before its
+    /// reply was heard; in replay, the rest of an utterance committed inside a pause); the LLM
+    /// was asked with them and `transcript` as one message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged_words: Option<String>,
     /// The reply's audio paused because the user spoke soon after the commit: each pause,
     /// when the output went silent, whether it played on, and the audible overlap.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reply_pauses: Vec<crate::output::PauseSpan>,
-    /// What the user said while the reply was paused that was too short to go on from it
-    /// (under [`crate::session::MIN_GOING_ON_MS`] of speech: a backchannel or a noise Whisper
-    /// wrote words for); the reply played on.
+    /// What the user said while the reply was paused that did not go on from it (under
+    /// [`crate::session::MIN_GOING_ON_MS`] of speech, and only a backchannel, or words Whisper
+    /// wrote for what it took to be no speech); the reply played on.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub passed_over: Vec<String>,
     pub reply_text: String,

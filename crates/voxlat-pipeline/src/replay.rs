@@ -1,7 +1,7 @@
 //! One recorded utterance through a session: the scenario source, the real stages, replay's
 //! virtual sink.
 
-use crate::output::VirtualSink;
+use crate::output::{Output, RealTimeSink, VirtualSink};
 use crate::record::{TurnOutcome, TurnRecord};
 use crate::respond::Pipeline;
 use crate::scenario::LoadedTurn;
@@ -11,8 +11,11 @@ use voxlat_core::RequestId;
 use voxlat_llm::Message;
 
 impl Pipeline {
-    /// Replays one utterance and returns its record. `history` is the conversation so far
-    /// (user/assistant messages); the turn's exchange is appended when it succeeds.
+    /// Replays one utterance and returns its records: one, or, when a commit came inside
+    /// one of its pauses and the rest of it followed, each turn the session made of it (the
+    /// reply that gave way, then the turn with the merged words). `history` is the
+    /// conversation so far (user/assistant messages); the exchange is appended when it
+    /// succeeds.
     pub async fn replay_turn(
         &self,
         turn: &LoadedTurn,
@@ -20,7 +23,7 @@ impl Pipeline {
         repeat: u32,
         warmup: bool,
         system_prompt: Option<&str>,
-    ) -> TurnRecord {
+    ) -> Vec<TurnRecord> {
         let meta = TurnMeta {
             scenario: turn.scenario.clone(),
             turn: turn.spec.id.clone(),
@@ -47,7 +50,7 @@ impl Pipeline {
         let (events, source) =
             match spawn_scenario_source(turn, &self.cfg, self.turn_model().cloned()) {
                 Ok(s) => s,
-                Err(e) => return failed(&e),
+                Err(e) => return vec![failed(&e)],
             };
         let opts = SessionOptions {
             clock: if self.cfg.fast {
@@ -58,17 +61,33 @@ impl Pipeline {
             idle_timeout: None,
             record_empty_source: true,
         };
-        let sink = VirtualSink;
-        let mut session = Session::new(self, &sink, events, opts, move |_| meta.clone())
-            .with_history(std::mem::take(history));
-        let rec = match session.next_turn().await {
-            Ok(Some(rec)) => rec,
-            Ok(None) => failed(&crate::error::TurnError::NoEndpoint),
-            Err(e) => failed(&e),
+        // A turn with pauses may be committed inside one, and its reply must then still be
+        // playing when the rest comes, as it would be live: the device is waited out. Without
+        // pauses, playback is computed, and the turn ends when its last chunk is made.
+        let sink: &dyn Output = if turn.spec.pauses_ms.is_empty() || self.cfg.fast {
+            &VirtualSink
+        } else {
+            &RealTimeSink
         };
+        let mut session = Session::new(self, sink, events, opts, move |_| meta.clone())
+            .with_history(std::mem::take(history));
+        let mut recs = Vec::new();
+        loop {
+            match session.next_turn().await {
+                Ok(Some(rec)) => recs.push(rec),
+                Ok(None) => break,
+                Err(e) => {
+                    recs.push(failed(&e));
+                    break;
+                }
+            }
+        }
+        if recs.is_empty() {
+            recs.push(failed(&crate::error::TurnError::NoEndpoint));
+        }
         *history = session.into_history();
         // Off the runtime's threads: other sessions' turns may be running on them.
         let _ = tokio::task::spawn_blocking(move || source.join()).await;
-        rec
+        recs
     }
 }

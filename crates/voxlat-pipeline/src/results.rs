@@ -293,8 +293,9 @@ pub fn summary_view(t: TurnRecord) -> TurnRecord {
         c
     };
     TurnRecord {
-        scenario: String::new(),
-        turn: String::new(),
+        // Kept: the cut-off count groups records by utterance.
+        scenario: t.scenario,
+        turn: t.turn,
         request_id: String::new(),
         error: None,
         events,

@@ -26,7 +26,11 @@ pub fn endpointer(
     }
 }
 
-/// Starts feeding `turn`. The thread stops after the endpoint, or when the session goes.
+/// Starts feeding `turn`. The thread stops after an endpoint at or past the turn's speech
+/// end, or when the session goes. An endpoint before it (a commit inside a pause) is followed
+/// by the rest of the audio, as a live user goes on, so the session pauses the reply and
+/// merges the words; except unpaced (`fast`), where audio time runs ahead of the clock that
+/// the session's pause and merge windows are timed on, and the first endpoint ends the turn.
 pub fn spawn_scenario_source(
     turn: &LoadedTurn,
     cfg: &PipelineConfig,
@@ -102,7 +106,7 @@ pub fn spawn_scenario_source(
                     if !send(SourceEvent::Vad {
                         ev,
                         received: clock::now(),
-                    }) || is_end
+                    }) || (is_end && (truth_sent || fast))
                     {
                         return;
                     }

@@ -45,7 +45,7 @@ async fn three_turns(c: &Caller, turn: &LoadedTurn) -> Vec<TurnRecord> {
     let mut out = Vec::new();
     for repeat in 0..3 {
         let mut history = Vec::new();
-        out.push(
+        out.extend(
             c.pipeline
                 .replay_turn(turn, &mut history, repeat, false, None)
                 .await,

@@ -36,7 +36,9 @@ fn a_stray_tail_fails_before_the_filter_and_is_clean_after_it() {
         .enable_all()
         .build()
         .expect("runtime");
-    let rec = rt.block_on(p.replay_turn(&turn, &mut Vec::new(), 0, false, None));
+    let [rec] = &rt.block_on(p.replay_turn(&turn, &mut Vec::new(), 0, false, None))[..] else {
+        panic!("one record");
+    };
     assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
     assert_eq!(rec.dropped_tail.as_deref(), Some("prochains"));
     let after = rec.quality.as_ref().expect("graded as spoken");
@@ -46,7 +48,7 @@ fn a_stray_tail_fails_before_the_filter_and_is_clean_after_it() {
         .as_ref()
         .expect("graded as written");
     assert!(!before.clean_end && !before.core_pass(), "{before:?}");
-    let q = Aggregate::from_turns(std::slice::from_ref(&rec)).quality;
+    let q = Aggregate::from_turns(std::slice::from_ref(rec)).quality;
     assert_eq!((q.replies, q.core_pass), (1, 1));
     let b = q.before_filter.expect("the unfiltered counts");
     assert_eq!((b.replies, b.core_pass, b.clean_end), (1, 0, 0));

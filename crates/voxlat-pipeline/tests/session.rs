@@ -452,6 +452,12 @@ fn digit_five() -> (LoadedTurn, Fakes) {
     (turn, f)
 }
 
+/// The one record a replayed utterance gave.
+fn one(mut recs: Vec<TurnRecord>) -> TurnRecord {
+    assert_eq!(recs.len(), 1, "{recs:#?}");
+    recs.remove(0)
+}
+
 /// A real recording through the real endpointer (webrtc-vad), with the stages faked: the
 /// replay path end to end, in audio time. The speech end is compared with the scenario's
 /// annotation, made by a different method (scripts/annotate-reference.py).
@@ -464,7 +470,7 @@ fn a_recorded_utterance_replays_through_the_real_endpointer() {
     });
     let mut history = Vec::new();
     let rt = rt();
-    let rec = rt.block_on(p.replay_turn(&turn, &mut history, 0, false, None));
+    let rec = one(rt.block_on(p.replay_turn(&turn, &mut history, 0, false, None)));
     assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
     assert_eq!(
         (rec.scenario.as_str(), rec.turn.as_str()),
@@ -499,7 +505,7 @@ fn an_endpointer_that_cannot_start_fails_the_turn_with_its_reason() {
     cfg.endpointer.mode = 9;
     let p = f.pipeline(cfg);
     let mut history = Vec::new();
-    let rec = rt().block_on(p.replay_turn(&turn, &mut history, 0, false, None));
+    let rec = one(rt().block_on(p.replay_turn(&turn, &mut history, 0, false, None)));
     assert_eq!(rec.outcome, TurnOutcome::Error);
     let error = rec.error.unwrap_or_default();
     assert!(error.contains("VAD mode 9 is not 0-3"), "{error}");
@@ -526,7 +532,7 @@ fn a_confident_turn_model_ends_a_replayed_turn_before_the_hangover() {
         })
         .with_turn_model(model);
     let rt = rt();
-    let rec = rt.block_on(p.replay_turn(&turn, &mut Vec::new(), 0, false, None));
+    let rec = one(rt.block_on(p.replay_turn(&turn, &mut Vec::new(), 0, false, None)));
     assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
     let b = rec.breakdown.as_ref().unwrap();
     let endpointing = b.segments.iter().find(|s| s.name == "endpointing").unwrap();
@@ -911,7 +917,7 @@ fn a_replayed_commit_is_judged_against_the_labelled_pauses() {
         };
         cfg.endpointer.hangover_ms = hangover_ms;
         let p = Fakes::new().pipeline(cfg);
-        let rec = rt.block_on(p.replay_turn(&turn, &mut Vec::new(), 0, false, None));
+        let rec = one(rt.block_on(p.replay_turn(&turn, &mut Vec::new(), 0, false, None)));
         rec.cutoff.expect("an annotated turn is judged")
     };
     assert_eq!(
@@ -924,6 +930,65 @@ fn a_replayed_commit_is_judged_against_the_labelled_pauses() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// The same clip replayed in real time with the commit inside its pause: the rest of the
+/// clip follows, as a live user goes on, so the reply pauses, gives way, and the words merge
+/// into one user message, asked once more. The utterance counts as cut off once, and the
+/// merged turn is timed from the end of the whole.
+#[test]
+fn a_replayed_commit_inside_a_pause_is_recovered_and_the_words_merge() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let scenario = Scenario::load(&dir.join("pauses.toml")).expect("scenario");
+    let spec = scenario
+        .turns
+        .iter()
+        .find(|t| t.id == "pause-450ms")
+        .unwrap();
+    let turn = LoadedTurn::load(&scenario, spec).expect("clip");
+    let mut f = Fakes::new();
+    // A reply long enough to be still playing when the rest comes.
+    f.tts.per_char = 100 * MS;
+    let requests = f.llm.requests.clone();
+    let mut cfg = PipelineConfig::default();
+    cfg.endpointer.hangover_ms = 300;
+    let p = f.pipeline(cfg);
+    let recs = rt().block_on(p.replay_turn(&turn, &mut Vec::new(), 0, false, None));
+    assert_eq!(recs.len(), 2, "{recs:#?}");
+    assert_eq!(recs[0].outcome, TurnOutcome::Interrupted);
+    assert_eq!(
+        recs[0].cutoff,
+        Some(voxlat_core::cutoff::Verdict::InPause { pause: 0 })
+    );
+    assert_eq!(recs[1].outcome, TurnOutcome::Ok, "{:?}", recs[1].error);
+    assert!(matches!(
+        recs[1].cutoff,
+        Some(voxlat_core::cutoff::Verdict::AfterEnd { .. })
+    ));
+    let merged = recs[1]
+        .merged_words
+        .clone()
+        .expect("the first part's words");
+    let asked = last_user_messages(&requests);
+    assert_eq!(
+        asked.last().map(String::as_str),
+        Some(format!("{merged} {}", recs[1].transcript).as_str())
+    );
+    let last = requests.lock().unwrap().last().unwrap().clone();
+    let users = last
+        .messages
+        .iter()
+        .filter(|m| m.role == "user" && m.content.contains(&merged))
+        .count();
+    assert_eq!(users, 1, "one user message, never two: {:?}", last.messages);
+    let count = voxlat_pipeline::aggregate::CutoffCount::of(recs.iter()).expect("judged");
+    assert_eq!((count.judged, count.cut_off), (1, 1));
+    // Timed from the true end of the whole utterance, not of its first part.
+    assert!(recs[1].speech_end_annotated);
+    let err = recs[1]
+        .vad_speech_end_error_ms
+        .expect("the estimate's error");
+    assert!(err.abs() <= 60.0, "{err} ms");
 }
 
 /// Every record of a live session on `f`'s pipeline while `user` plays the source (it ends

@@ -32,7 +32,7 @@ pub async fn run_level(
     telemetry: &TurnTelemetry,
     mut stop: Pin<&mut impl Future<Output = Stopped>>,
 ) -> Result<Option<Stopped>> {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(u32, TurnRecord)>();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(u32, Vec<TurnRecord>)>();
     let callers: Vec<_> = level
         .pipelines
         .iter()
@@ -46,21 +46,25 @@ pub async fn run_level(
     loop {
         tokio::select! {
             got = rx.recv() => {
-                let Some((session, mut rec)) = got else { return Ok(None) };
+                let Some((session, recs)) = got else { return Ok(None) };
+                // One utterance: its records, more than one when a commit inside a pause was
+                // followed by the rest of it.
                 done += 1;
-                if let Some(n) = level.sessions {
-                    rec.sessions = n;
-                    rec.session = session;
+                for mut rec in recs {
+                    if let Some(n) = level.sessions {
+                        rec.sessions = n;
+                        rec.session = session;
+                    }
+                    eprintln!("[{done}/{total}]{} {}", caller_label(&rec), turn_line(&rec));
+                    if !rec.warmup {
+                        telemetry.record_turn(
+                            &rec.snapshot(),
+                            telemetry_outcome(rec.outcome),
+                            rec.error.as_deref(),
+                        );
+                    }
+                    writer.push(rec)?;
                 }
-                eprintln!("[{done}/{total}]{} {}", caller_label(&rec), turn_line(&rec));
-                if !rec.warmup {
-                    telemetry.record_turn(
-                        &rec.snapshot(),
-                        telemetry_outcome(rec.outcome),
-                        rec.error.as_deref(),
-                    );
-                }
-                writer.push(rec)?;
             }
             _ = &mut all, if !finished => finished = true,
             why = stop.as_mut() => return Ok(Some(why)),
@@ -75,7 +79,7 @@ async fn caller(
     session: u32,
     scenarios: &[(Scenario, Vec<LoadedTurn>)],
     plan: &[Step],
-    tx: tokio::sync::mpsc::UnboundedSender<(u32, TurnRecord)>,
+    tx: tokio::sync::mpsc::UnboundedSender<(u32, Vec<TurnRecord>)>,
 ) {
     let mut histories: HashMap<(usize, u32, bool), Vec<Message>> = HashMap::new();
     for &(si, ti, repeat, warmup) in plan {
@@ -86,7 +90,7 @@ async fn caller(
         } else {
             &mut scratch
         };
-        let rec = pipeline
+        let recs = pipeline
             .replay_turn(
                 &turns[ti],
                 history,
@@ -95,7 +99,7 @@ async fn caller(
                 scenario.system_prompt.as_deref(),
             )
             .await;
-        if tx.send((session, rec)).is_err() {
+        if tx.send((session, recs)).is_err() {
             return;
         }
     }
