@@ -1187,14 +1187,16 @@ fn a_backchannel_over_a_playing_reply_is_kept_and_the_reply_plays_on() {
     assert!(recs[0].reply_pauses.iter().all(|p| p.resumed.is_some()));
 }
 
-/// A last word after a pause, shorter than a backchannel's 500 ms ("… word word. Word."):
-/// Whisper heard it as speech and it is no acknowledgement, so it joins the turn instead of
-/// being passed over, and the LLM is asked again with it.
+/// A last word after a pause, shorter than a backchannel's 500 ms ("… word word. Word."),
+/// said before the reply is audible: Whisper heard it as speech and it is no
+/// acknowledgement, so it joins the turn instead of being passed over, and the LLM is asked
+/// again with it.
 #[test]
-fn a_short_last_word_over_a_playing_reply_joins_the_same_user_message() {
-    let f = long_reply(&["Word another word", "Word."]);
+fn a_short_last_word_before_the_reply_is_audible_joins_the_same_user_message() {
+    let mut f = long_reply(&["Word another word", "Word."]);
+    f.llm.ttft = 1_000 * MS;
     let requests = f.llm.requests.clone();
-    let recs = went_on_after_commit(&f, 400, 300, utterance(), 3_000);
+    let recs = went_on_after_commit(&f, 20, 300, utterance(), 3_000);
     assert_eq!(recs.len(), 2, "{recs:#?}");
     assert_eq!(recs[0].outcome, TurnOutcome::Interrupted);
     assert!(recs[0].passed_over.is_empty(), "{:?}", recs[0].passed_over);
@@ -1205,14 +1207,29 @@ fn a_short_last_word_over_a_playing_reply_joins_the_same_user_message() {
     );
 }
 
-/// 300 ms of a noise that Whisper wrote a word for, believing it heard no speech: the reply
-/// plays on, and the word is kept on the record, not asked.
+/// The same word over a reply already playing: without echo cancellation Whisper may have
+/// written the reply's own words, so only half a second of speech goes on from it, and the
+/// word is kept on the record.
 #[test]
-fn a_word_whisper_wrote_for_a_noise_over_a_playing_reply_is_passed_over() {
-    let noise = format!("{}minutes", voxlat_pipeline::fake::NO_SPEECH);
-    let f = long_reply(&["Set a timer", &noise]);
+fn a_short_word_over_a_playing_reply_is_passed_over() {
+    let f = long_reply(&["Word another word", "Word."]);
     let requests = f.llm.requests.clone();
     let recs = went_on_after_commit(&f, 400, 300, utterance(), 3_000);
+    assert_eq!(recs.len(), 1, "{recs:#?}");
+    assert_eq!(recs[0].passed_over, ["Word."]);
+    assert_eq!(last_user_messages(&requests), ["Word another word"]);
+}
+
+/// 300 ms of a noise before the reply is audible, which Whisper wrote a word for believing
+/// it heard no speech: the reply plays when the noise is decided, and the word is kept on
+/// the record, not asked.
+#[test]
+fn a_word_whisper_wrote_for_a_noise_is_passed_over() {
+    let noise = format!("{}minutes", voxlat_pipeline::fake::NO_SPEECH);
+    let mut f = long_reply(&["Set a timer", &noise]);
+    f.llm.ttft = 1_000 * MS;
+    let requests = f.llm.requests.clone();
+    let recs = went_on_after_commit(&f, 20, 300, utterance(), 3_000);
     assert_eq!(recs.len(), 1, "{recs:#?}");
     assert_eq!(recs[0].outcome, TurnOutcome::Ok, "{:?}", recs[0].error);
     assert_eq!(recs[0].passed_over, ["minutes"]);

@@ -3,16 +3,22 @@
 //!
 //! Length alone cannot tell them apart. A last word after a pause ("… word word. Word.") is
 //! often shorter than LiveKit's 0.5 s `min_interruption_duration`, and passing it over loses
-//! it: the LLM answers without it. So a short utterance is judged by what Whisper heard: it
-//! adds nothing when its words are only acknowledgements or fillers, or when Whisper's own
-//! no-speech rule says it wrote them for a noise; any other words join the turn.
+//! it: the LLM answers without it. So a short utterance before the reply was audible is
+//! judged by what Whisper heard: it adds nothing when its words are only acknowledgements or
+//! fillers, or when Whisper's own no-speech rule says it wrote them for a noise; any other
+//! words join the turn.
+//!
+//! Once the reply is audible the 0.5 s rule stands, whatever the words. With no echo
+//! cancellation the microphone hears the reply too, and Whisper writes the reply's words for
+//! a noise over it: 300 ms of white noise over the loopback's playing reply came back as
+//! "I'm gonna..." and as "minutes", with Whisper sure it heard speech.
 
 use crate::workers::AsrResult;
 use tokio::sync::oneshot;
 
 /// Speech at least this long after a commit is the user going on, whatever its words:
-/// LiveKit's default `min_interruption_duration` (0.5 s). Shorter speech must also have
-/// words of its own (see the module's comment).
+/// LiveKit's default `min_interruption_duration` (0.5 s). Shorter speech goes on only before
+/// the reply is audible, with words of its own (see the module's comment).
 pub const MIN_GOING_ON_MS: f64 = 500.0;
 
 /// What the deciding utterance adds to the turn: words, nothing (no transcript, or speech
@@ -24,8 +30,13 @@ pub(super) enum Adds {
     Unknown,
 }
 
-/// What an utterance of `speech_ms` adds, given its transcription.
-pub(super) fn adds(r: &Result<AsrResult, oneshot::error::RecvError>, speech_ms: f64) -> Adds {
+/// What an utterance of `speech_ms` adds, given its transcription, and whether the reply
+/// was audible before it began.
+pub(super) fn adds(
+    r: &Result<AsrResult, oneshot::error::RecvError>,
+    speech_ms: f64,
+    reply_audible: bool,
+) -> Adds {
     let Ok(AsrResult {
         transcript: Ok(t), ..
     }) = r
@@ -38,7 +49,8 @@ pub(super) fn adds(r: &Result<AsrResult, oneshot::error::RecvError>, speech_ms: 
     }
     // A remote transcriber gives no scores: its short words are taken at their length.
     let heard_speech = t.scores.is_some_and(|s| !s.no_speech());
-    if speech_ms >= MIN_GOING_ON_MS || (heard_speech && !only_backchannel(text)) {
+    let own_words = !reply_audible && heard_speech && !only_backchannel(text);
+    if speech_ms >= MIN_GOING_ON_MS || own_words {
         Adds::Words
     } else {
         Adds::Nothing(Some(text.to_string()))
@@ -134,8 +146,8 @@ mod tests {
 
     #[test]
     fn a_short_word_whisper_heard_as_speech_is_the_user_going_on() {
-        assert!(words(adds(&heard("Word.", SURE), 325.0)));
-        assert!(words(adds(&heard("No, Paris.", SURE), 400.0)));
+        assert!(words(adds(&heard("Word.", SURE), 325.0, false)));
+        assert!(words(adds(&heard("No, Paris.", SURE), 400.0, false)));
     }
 
     #[test]
@@ -148,27 +160,35 @@ mod tests {
             "Um...",
             "All right!",
         ] {
-            match adds(&heard(said, SURE), 300.0) {
+            match adds(&heard(said, SURE), 300.0, false) {
                 Adds::Nothing(Some(t)) => assert_eq!(t, said),
                 _ => panic!("{said:?} went on"),
             }
         }
         // Only the whole phrase is one: "I see you" has words of its own.
-        assert!(words(adds(&heard("I see you.", SURE), 300.0)));
+        assert!(words(adds(&heard("I see you.", SURE), 300.0, false)));
     }
 
     #[test]
     fn short_words_written_for_a_noise_or_with_no_scores_add_nothing() {
-        assert!(!words(adds(&heard("minutes", NOISE), 300.0)));
-        assert!(!words(adds(&heard("minutes", None), 300.0)));
+        assert!(!words(adds(&heard("minutes", NOISE), 300.0, false)));
+        assert!(!words(adds(&heard("minutes", None), 300.0, false)));
+    }
+
+    /// Over an audible reply, Whisper may have written the reply's own words, heard through
+    /// the microphone: only the length counts there.
+    #[test]
+    fn short_words_over_an_audible_reply_add_nothing() {
+        assert!(!words(adds(&heard("I'm gonna...", SURE), 300.0, true)));
+        assert!(words(adds(&heard("I'm gonna...", SURE), 300.0, false)));
     }
 
     #[test]
     fn long_speech_with_words_goes_on_whatever_they_are() {
-        assert!(words(adds(&heard("Mm-hm, yeah.", SURE), 600.0)));
-        assert!(words(adds(&heard("minutes", None), 600.0)));
+        assert!(words(adds(&heard("Mm-hm, yeah.", SURE), 600.0, true)));
+        assert!(words(adds(&heard("minutes", None), 600.0, true)));
         assert!(matches!(
-            adds(&heard(" ", SURE), 900.0),
+            adds(&heard(" ", SURE), 900.0, false),
             Adds::Nothing(None)
         ));
     }

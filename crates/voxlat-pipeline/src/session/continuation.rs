@@ -120,6 +120,15 @@ impl Session<'_> {
         }
     }
 
+    /// Whether the committed reply's audio had reached the speaker before `at`: from then on
+    /// the microphone may hear it.
+    fn reply_audible_before(&mut self, at: Nanos) -> bool {
+        self.turn
+            .committed()
+            .and_then(|t| t.tl.get(EventKind::PlayoutStart))
+            .is_some_and(|start| start <= at)
+    }
+
     /// Ms since the last commit, if within [`RESUMED_WITHIN_MS`].
     fn since_commit(&self, at: Nanos) -> Option<f64> {
         self.last_commit
@@ -182,7 +191,7 @@ impl Session<'_> {
         // into its pre-roll, which holds the reply's echo.
         let from = e.commit.speech_start.max(p.onset);
         let speech_ms = clock::ns_to_ms(e.commit.speech_end.signed_since(from));
-        let adds = adds(&r, speech_ms);
+        let adds = adds(&r, speech_ms, self.reply_audible_before(p.onset));
         let spoke_on = e.superseded.is_some();
         if matches!(adds, Adds::Unknown) && !spoke_on {
             // The reply answers the words that are known, at once; the utterance takes a
@@ -228,7 +237,8 @@ impl Session<'_> {
             (Some(onset), Some(end)) => clock::ns_to_ms(end.signed_since(onset)),
             _ => 0.0,
         };
-        let words = matches!(adds(&r, speech_ms), Adds::Words);
+        let audible = onset.is_none_or(|at| self.reply_audible_before(at));
+        let words = matches!(adds(&r, speech_ms, audible), Adds::Words);
         // The endpoint (or the held reply) still awaits this transcription.
         let rx = received(r);
         if let Some(spec) = self.listening.speculative.as_mut() {

@@ -69,8 +69,9 @@ impl<'p> Session<'p> {
         if matches!(facts, Facts::Known(_)) {
             progress(Progress::Started(self.started));
         }
+        let tl = Arc::new(Timeline::new(RequestId::new()));
+        let turn_tl = tl.clone();
         let fut = Box::pin(async move {
-            let tl = Arc::new(Timeline::new(RequestId::new()));
             let mut rec = blank_record(&meta, &tl);
             let (known, pending) = match facts {
                 Facts::Known(c) => (Some(c), None),
@@ -141,6 +142,7 @@ impl<'p> Session<'p> {
             pause,
             merge: false,
             passed_over: Vec::new(),
+            tl: turn_tl,
         }
     }
 

@@ -25,6 +25,8 @@ pub(super) struct InFlight<'p> {
     pub merge: bool,
     /// What the user said while its reply was paused, too short to go on from it.
     pub passed_over: Vec<String>,
+    /// The turn's timeline, which the output stamps as the reply becomes audible.
+    pub tl: std::sync::Arc<voxlat_core::Timeline>,
 }
 
 impl InFlight<'_> {
@@ -144,6 +146,7 @@ mod tests {
             pause: watch::channel(None).0,
             merge: false,
             passed_over: Vec::new(),
+            tl: std::sync::Arc::new(voxlat_core::Timeline::new(voxlat_core::RequestId::new())),
         };
         (t, rx)
     }
