@@ -20,12 +20,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Says the scripted transcripts in order (the last one again when they run out), after
-/// `compute`. Whisper is sure of each as speech, except of a line that begins with
-/// [`NO_SPEECH`]: words it wrote for what it took to be no speech (a noise). `calls` counts transcriptions, speculative ones included; `abandoned` those it
-/// gave up midway because nobody awaited them any more.
+/// A scripted transcript that begins with this is words Whisper wrote for what it took to be
+/// no speech (a noise): its scores fail Whisper's no-speech rule. Others pass it.
 pub const NO_SPEECH: &str = "(no speech) ";
 
+/// Says the scripted transcripts in order (the last one again when they run out), after
+/// `compute`, scored as [`NO_SPEECH`] says. `calls` counts transcriptions, speculative ones
+/// included; `abandoned` those it gave up midway because nobody awaited them any more.
 #[derive(Clone)]
 pub struct FakeAsr {
     pub texts: Arc<Mutex<VecDeque<String>>>,

@@ -896,11 +896,9 @@ fn closing_mid_turn_returns_the_turn_in_flight() {
     assert_eq!(f.llm.abandoned.load(Ordering::SeqCst), 1);
 }
 
-/// The real 450 ms pause clip through the real endpointer: with a 300 ms hangover the commit
-/// falls inside the labelled pause (scenarios/pauses.toml, annotated by a rule that shares no
-/// code with the endpointer), and the record says so; with 900 ms it comes after the end.
-#[test]
-fn a_replayed_commit_is_judged_against_the_labelled_pauses() {
+/// Two real prompts joined by 450 ms of silence, with its pause labelled
+/// (scenarios/pauses.toml).
+fn pause_450ms() -> LoadedTurn {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
     let scenario = Scenario::load(&dir.join("pauses.toml")).expect("scenario");
     let spec = scenario
@@ -908,7 +906,15 @@ fn a_replayed_commit_is_judged_against_the_labelled_pauses() {
         .iter()
         .find(|t| t.id == "pause-450ms")
         .unwrap();
-    let turn = LoadedTurn::load(&scenario, spec).expect("clip");
+    LoadedTurn::load(&scenario, spec).expect("clip")
+}
+
+/// The real 450 ms pause clip through the real endpointer: with a 300 ms hangover the commit
+/// falls inside the labelled pause (scenarios/pauses.toml, annotated by a rule that shares no
+/// code with the endpointer), and the record says so; with 900 ms it comes after the end.
+#[test]
+fn a_replayed_commit_is_judged_against_the_labelled_pauses() {
+    let turn = pause_450ms();
     let rt = rt();
     let verdict = |hangover_ms: u32| {
         let mut cfg = PipelineConfig {
@@ -938,14 +944,7 @@ fn a_replayed_commit_is_judged_against_the_labelled_pauses() {
 /// merged turn is timed from the end of the whole.
 #[test]
 fn a_replayed_commit_inside_a_pause_is_recovered_and_the_words_merge() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
-    let scenario = Scenario::load(&dir.join("pauses.toml")).expect("scenario");
-    let spec = scenario
-        .turns
-        .iter()
-        .find(|t| t.id == "pause-450ms")
-        .unwrap();
-    let turn = LoadedTurn::load(&scenario, spec).expect("clip");
+    let turn = pause_450ms();
     let mut f = Fakes::new();
     // A reply long enough to be still playing when the rest comes.
     f.tts.per_char = 100 * MS;

@@ -11,7 +11,8 @@
 //! Once the reply is audible the 0.5 s rule stands, whatever the words. With no echo
 //! cancellation the microphone hears the reply too, and Whisper writes the reply's words for
 //! a noise over it: 300 ms of white noise over the loopback's playing reply came back as
-//! "I'm gonna..." and as "minutes", with Whisper sure it heard speech.
+//! "I'm gonna..." (which Whisper's no-speech rule called speech), and in an earlier round as
+//! "minutes".
 
 use crate::workers::AsrResult;
 use tokio::sync::oneshot;
@@ -139,8 +140,8 @@ mod tests {
         matches!(r, Adds::Words)
     }
 
-    /// Scores Whisper gave on this machine: "Word." (the last word of `mfa-words`), and a
-    /// window it took for silence.
+    /// The scores Whisper gave "Word." (the last word of `mfa-words`) on this machine, and
+    /// scores its no-speech rule rejects.
     const SURE: Option<(f32, f32)> = Some((0.31, -0.43));
     const NOISE: Option<(f32, f32)> = Some((0.9, -1.5));
 
