@@ -60,6 +60,7 @@ impl Pipeline {
             },
             idle_timeout: None,
             record_empty_source: true,
+            source_hears_output: false,
         };
         // A turn with pauses may be committed inside one, and its reply must then still be
         // playing when the rest comes, as it would be live: the device is waited out. Without

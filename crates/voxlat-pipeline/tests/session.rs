@@ -1005,16 +1005,23 @@ where
     U: FnOnce(mpsc::Sender<SourceEvent>) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
+    turns_with(f, cfg, SessionOptions::default(), user)
+}
+
+fn turns_with<U, Fut>(
+    f: &Fakes,
+    cfg: PipelineConfig,
+    opts: SessionOptions,
+    user: U,
+) -> Vec<TurnRecord>
+where
+    U: FnOnce(mpsc::Sender<SourceEvent>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     let p = f.pipeline(cfg);
     let (tx, rx) = mpsc::channel(16);
     rt().block_on(async {
-        let mut s = Session::new(
-            &p,
-            &RealTimeSink,
-            rx,
-            SessionOptions::default(),
-            TurnMeta::live,
-        );
+        let mut s = Session::new(&p, &RealTimeSink, rx, opts, TurnMeta::live);
         let user = tokio::spawn(user(tx));
         let mut out = Vec::new();
         while let Some(rec) = s.next_turn().await.expect("no session error") {
@@ -1045,7 +1052,19 @@ fn went_on_after_commit(
     audio: Vec<f32>,
     then_ms: u32,
 ) -> Vec<TurnRecord> {
-    live_turns(f, move |tx| async move {
+    let opts = SessionOptions::default();
+    went_on_after_commit_with(f, opts, resume_ms, speech_ms, audio, then_ms)
+}
+
+fn went_on_after_commit_with(
+    f: &Fakes,
+    opts: SessionOptions,
+    resume_ms: u32,
+    speech_ms: u32,
+    audio: Vec<f32>,
+    then_ms: u32,
+) -> Vec<TurnRecord> {
+    turns_with(f, PipelineConfig::default(), opts, move |tx| async move {
         tx.send(endpoint(false)).await.unwrap();
         tokio::time::sleep(resume_ms * MS).await;
         let start = clock::now();
@@ -1217,6 +1236,29 @@ fn a_short_word_over_a_playing_reply_is_passed_over() {
     assert_eq!(recs.len(), 1, "{recs:#?}");
     assert_eq!(recs[0].passed_over, ["Word."]);
     assert_eq!(last_user_messages(&requests), ["Word another word"]);
+}
+
+/// The same word over a playing reply, from a source that cannot hear the reply (a replayed
+/// recording): Whisper's words are the user's, and they join the same user message.
+#[test]
+fn a_short_word_over_a_reply_the_source_cannot_hear_joins_the_same_user_message() {
+    let f = long_reply(&["Word another word", "Word."]);
+    let requests = f.llm.requests.clone();
+    let opts = SessionOptions {
+        source_hears_output: false,
+        ..SessionOptions::default()
+    };
+    let recs = went_on_after_commit_with(&f, opts, 400, 300, utterance(), 3_000);
+    assert_eq!(recs.len(), 2, "{recs:#?}");
+    assert!(
+        recs[0].events.contains_key(&EventKind::PlayoutStart),
+        "the reply was playing when the word came"
+    );
+    assert!(recs[0].passed_over.is_empty(), "{:?}", recs[0].passed_over);
+    assert_eq!(
+        last_user_messages(&requests),
+        ["Word another word", "Word another word Word."]
+    );
 }
 
 /// 300 ms of a noise before the reply is audible, which Whisper wrote a word for believing

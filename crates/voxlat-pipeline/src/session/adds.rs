@@ -8,11 +8,13 @@
 //! fillers, or when Whisper's own no-speech rule says it wrote them for a noise; any other
 //! words join the turn.
 //!
-//! Once the reply is audible the 0.5 s rule stands, whatever the words. With no echo
-//! cancellation the microphone hears the reply too, and Whisper writes the reply's words for
-//! a noise over it: 300 ms of white noise over the loopback's playing reply came back as
+//! Once the source may have heard the reply, the 0.5 s rule stands, whatever the words. With
+//! no echo cancellation a microphone hears the reply too, and Whisper writes the reply's words
+//! for a noise over it: 300 ms of white noise over the loopback's playing reply came back as
 //! "I'm gonna..." (which Whisper's no-speech rule called speech), and in an earlier round as
-//! "minutes".
+//! "minutes". A replayed recording never hears the reply
+//! ([`crate::SessionOptions::source_hears_output`]), so there a short word is judged by its
+//! words whenever it comes.
 
 use crate::workers::AsrResult;
 use tokio::sync::oneshot;
@@ -31,8 +33,8 @@ pub(super) enum Adds {
     Unknown,
 }
 
-/// What an utterance of `speech_ms` adds, given its transcription, and whether the reply
-/// was audible before it began.
+/// What an utterance of `speech_ms` adds, given its transcription, and whether the source
+/// may have heard the reply before it began.
 pub(super) fn adds(
     r: &Result<AsrResult, oneshot::error::RecvError>,
     speech_ms: f64,

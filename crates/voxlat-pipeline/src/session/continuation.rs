@@ -120,13 +120,15 @@ impl Session<'_> {
         }
     }
 
-    /// Whether the committed reply's audio had reached the speaker before `at`: from then on
-    /// the microphone may hear it.
-    fn reply_audible_before(&mut self, at: Nanos) -> bool {
-        self.turn
-            .committed()
-            .and_then(|t| t.tl.get(EventKind::PlayoutStart))
-            .is_some_and(|start| start <= at)
+    /// Whether the source may have heard the committed reply before `at`: its audio had
+    /// reached the speaker, and the source hears the speaker.
+    fn source_heard_reply_before(&mut self, at: Nanos) -> bool {
+        self.opts.source_hears_output
+            && self
+                .turn
+                .committed()
+                .and_then(|t| t.tl.get(EventKind::PlayoutStart))
+                .is_some_and(|start| start <= at)
     }
 
     /// Ms since the last commit, if within [`RESUMED_WITHIN_MS`].
@@ -191,7 +193,7 @@ impl Session<'_> {
         // into its pre-roll, which holds the reply's echo.
         let from = e.commit.speech_start.max(p.onset);
         let speech_ms = clock::ns_to_ms(e.commit.speech_end.signed_since(from));
-        let adds = adds(&r, speech_ms, self.reply_audible_before(p.onset));
+        let adds = adds(&r, speech_ms, self.source_heard_reply_before(p.onset));
         let spoke_on = e.superseded.is_some();
         if matches!(adds, Adds::Unknown) && !spoke_on {
             // The reply answers the words that are known, at once; the utterance takes a
@@ -237,7 +239,7 @@ impl Session<'_> {
             (Some(onset), Some(end)) => clock::ns_to_ms(end.signed_since(onset)),
             _ => 0.0,
         };
-        let audible = onset.is_none_or(|at| self.reply_audible_before(at));
+        let audible = onset.is_none_or(|at| self.source_heard_reply_before(at));
         let words = matches!(adds(&r, speech_ms, audible), Adds::Words);
         // The endpoint (or the held reply) still awaits this transcription.
         let rx = received(r);

@@ -72,6 +72,11 @@ pub struct SessionOptions {
     /// A source that ends without one turn still yields a record (replay: the utterance
     /// failed), rather than nothing.
     pub record_empty_source: bool,
+    /// The source hears what the output plays: a microphone in the room of the speaker, with
+    /// no echo cancellation. Then Whisper may write the reply's own words for a short noise
+    /// over it, so a short utterance over an audible reply adds no words
+    /// (`session::adds`). A replayed recording never hears the output.
+    pub source_hears_output: bool,
 }
 
 impl Default for SessionOptions {
@@ -80,6 +85,7 @@ impl Default for SessionOptions {
             clock: SourceClock::Process,
             idle_timeout: None,
             record_empty_source: false,
+            source_hears_output: true,
         }
     }
 }
