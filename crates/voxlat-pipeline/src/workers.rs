@@ -7,6 +7,7 @@
 use crate::asr_prefix::Prefix;
 use crate::error::StageError;
 use crate::meter::Meter;
+use crate::output::Pause;
 use crate::record::Stage;
 use crate::stages::Transcriber;
 use std::path::Path;
@@ -198,6 +199,8 @@ pub enum TtsMsg {
         cancel: Arc<AtomicBool>,
         /// Told each chunk's synthesis time, heard or not.
         meter: Option<Meter>,
+        /// The reply's pause: while it is paused, only its first chunk is made.
+        pause: Option<Pause>,
     },
     Chunk {
         text: String,
@@ -287,15 +290,27 @@ fn serve_tts<V: Synthesize>(voice: &mut V, rx: &std_mpsc::Receiver<TtsMsg>) {
             out,
             cancel,
             meter,
+            pause,
         } = msg
         else {
             continue;
         };
         let mut stream = TtsStream::new(voice, timeline);
+        let mut made_audio = false;
         loop {
             match rx.recv() {
                 Ok(TtsMsg::Chunk { .. }) if cancel.load(Ordering::Acquire) => {}
                 Ok(TtsMsg::Chunk { text, submitted }) => {
+                    // A paused reply that has audio to play on with makes no more until the
+                    // user's words decide it: the deciding transcription gets the cores, and a
+                    // reply that gives way wastes no more synthesis. Its first chunk is still
+                    // made, so that playing on is instant.
+                    if made_audio {
+                        wait_while_paused(pause.as_ref(), &cancel);
+                        if cancel.load(Ordering::Acquire) {
+                            continue;
+                        }
+                    }
                     let started = clock::now();
                     let spoken = stream.speak_submitted(&text, submitted);
                     if let Some(m) = &meter {
@@ -303,6 +318,7 @@ fn serve_tts<V: Synthesize>(voice: &mut V, rx: &std_mpsc::Receiver<TtsMsg>) {
                     }
                     match spoken {
                         Ok(chunk) => {
+                            made_audio = true;
                             let _ = out.send(chunk);
                         }
                         Err(e) => tracing::warn!("TTS failed on {text:?}: {e}"),
@@ -316,6 +332,22 @@ fn serve_tts<V: Synthesize>(voice: &mut V, rx: &std_mpsc::Receiver<TtsMsg>) {
             }
         }
         stream.finish();
+    }
+}
+
+/// How often paused synthesis looks whether it may go on. The audio already made covers far
+/// more than this once the reply plays on.
+const PAUSE_POLL: std::time::Duration = std::time::Duration::from_millis(5);
+
+/// Returns once `pause` is lifted (or its reply is over) or `cancel` is raised.
+fn wait_while_paused(pause: Option<&Pause>, cancel: &AtomicBool) {
+    let Some(pause) = pause else {
+        return;
+    };
+    // `has_changed` fails once the session has dropped the sender: no one will resume it.
+    while pause.borrow().is_some() && pause.has_changed().is_ok() && !cancel.load(Ordering::Acquire)
+    {
+        std::thread::sleep(PAUSE_POLL);
     }
 }
 

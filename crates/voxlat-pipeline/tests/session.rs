@@ -1191,6 +1191,64 @@ fn a_cough_over_a_playing_reply_pauses_it_and_it_plays_on_from_where_it_stopped(
     );
 }
 
+/// The reply's second chunk comes from the LLM while the reply is paused.
+fn second_chunk_while_paused(asr: &[&str]) -> Fakes {
+    let mut f = long_reply(asr);
+    // Tokens 150 ms apart: "It is noon." is made about 180 ms after the commit and
+    // "Have a nice day." about 630 ms after it, 230 ms into the pause.
+    f.llm.itl = 150 * MS;
+    f
+}
+
+fn times_spoken(f: &Fakes, chunk: &str) -> usize {
+    f.tts
+        .spoken
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|c| *c == chunk)
+        .count()
+}
+
+/// Words while the reply is paused: its chunk that came during the pause is never
+/// synthesized (the deciding transcription gets the cores); the merged reply speaks it.
+#[test]
+fn a_paused_reply_makes_no_more_audio_and_gives_way_without_it() {
+    let f = second_chunk_while_paused(&["What's the weather", "in Paris?"]);
+    let recs = went_on_after_commit(&f, 400, 700, utterance(), 3_000);
+    assert_eq!(recs.len(), 2, "{recs:#?}");
+    assert_eq!(recs[0].outcome, TurnOutcome::Interrupted);
+    assert_eq!(
+        times_spoken(&f, "It is noon."),
+        2,
+        "each reply's first chunk"
+    );
+    assert_eq!(
+        times_spoken(&f, "Have a nice day."),
+        1,
+        "the merged reply's only"
+    );
+}
+
+/// A cough while the reply is paused: the chunk held back is made when it plays on, and
+/// the whole reply plays, once.
+#[test]
+fn a_paused_reply_makes_its_held_back_chunk_when_it_plays_on() {
+    let f = second_chunk_while_paused(&["Set a timer", ""]);
+    let recs = went_on_after_commit(&f, 400, 300, utterance(), 3_000);
+    assert_eq!(recs.len(), 1, "{recs:#?}");
+    let rec = &recs[0];
+    assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
+    assert!(rec.reply_pauses.iter().all(|p| p.resumed.is_some()));
+    assert_eq!(times_spoken(&f, "Have a nice day."), 1);
+    // 27 characters at 100 ms each.
+    assert!(
+        (rec.reply_audio_s - 2.7).abs() < 0.01,
+        "{} s",
+        rec.reply_audio_s
+    );
+}
+
 /// "Mm-hm" (300 ms of speech) over a playing reply: too short to go on from, so the reply
 /// plays on, and the words are kept on the record rather than asked.
 #[test]

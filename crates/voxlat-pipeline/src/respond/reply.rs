@@ -66,6 +66,7 @@ impl Pipeline {
             out: audio_tx,
             cancel: tts_cancel.clone(),
             meter: Some(ask.meter.clone()),
+            pause: Some(ask.pause.clone()),
         });
         let (llm, spoken) = self
             .stream_text(ask.req, tl, &ask.language_hint, cancel, ask.progress)
