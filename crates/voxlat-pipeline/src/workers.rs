@@ -16,7 +16,7 @@ use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use voxlat_asr::engine::{AsrError, Fallback, Transcript, WhisperEngine};
-use voxlat_core::{clock, Nanos, Timeline};
+use voxlat_core::{clock, EventKind, Nanos, Timeline};
 use voxlat_tts::piper::{Voice, VoiceOptions};
 use voxlat_tts::stream::{ChunkAudio, Synthesize, TtsStream};
 
@@ -295,21 +295,20 @@ fn serve_tts<V: Synthesize>(voice: &mut V, rx: &std_mpsc::Receiver<TtsMsg>) {
         else {
             continue;
         };
+        let stream_tl = timeline.clone();
         let mut stream = TtsStream::new(voice, timeline);
-        let mut made_audio = false;
+        // Seconds of audio made for this reply so far.
+        let mut made_s = 0.0;
         loop {
             match rx.recv() {
                 Ok(TtsMsg::Chunk { .. }) if cancel.load(Ordering::Acquire) => {}
                 Ok(TtsMsg::Chunk { text, submitted }) => {
-                    // A paused reply that has audio to play on with makes no more until the
-                    // user's words decide it: the deciding transcription gets the cores, and a
-                    // reply that gives way wastes no more synthesis. Its first chunk is still
-                    // made, so that playing on is instant.
-                    if made_audio {
-                        wait_while_paused(pause.as_ref(), &cancel);
-                        if cancel.load(Ordering::Acquire) {
-                            continue;
-                        }
+                    // A paused reply that has enough audio to play on with makes no more
+                    // until the user's words decide it: the deciding transcription gets the
+                    // cores, and a reply that gives way wastes no more synthesis.
+                    wait_while_paused(pause.as_ref(), &cancel, &stream_tl, made_s);
+                    if cancel.load(Ordering::Acquire) {
+                        continue;
                     }
                     let started = clock::now();
                     let spoken = stream.speak_submitted(&text, submitted);
@@ -318,7 +317,7 @@ fn serve_tts<V: Synthesize>(voice: &mut V, rx: &std_mpsc::Receiver<TtsMsg>) {
                     }
                     match spoken {
                         Ok(chunk) => {
-                            made_audio = true;
+                            made_s += chunk.samples.len() as f64 / f64::from(chunk.sample_rate);
                             let _ = out.send(chunk);
                         }
                         Err(e) => tracing::warn!("TTS failed on {text:?}: {e}"),
@@ -335,18 +334,35 @@ fn serve_tts<V: Synthesize>(voice: &mut V, rx: &std_mpsc::Receiver<TtsMsg>) {
     }
 }
 
-/// How often paused synthesis looks whether it may go on. The audio already made covers far
-/// more than this once the reply plays on.
+/// Unplayed audio a paused reply keeps made, so that when it plays on, what is left covers
+/// the synthesis of its next chunk (Piper takes 0.1–0.3 s for a chunk on one busy core) and
+/// the resumed reply does not stall.
+const PAUSED_AHEAD_S: f64 = 1.0;
+/// How often paused synthesis looks whether it may go on: far less than the audio it keeps.
 const PAUSE_POLL: std::time::Duration = std::time::Duration::from_millis(5);
 
-/// Returns once `pause` is lifted (or its reply is over) or `cancel` is raised.
-fn wait_while_paused(pause: Option<&Pause>, cancel: &AtomicBool) {
+/// Returns once the reply is not paused (or its pause is over for good), `cancel` is raised,
+/// or less than [`PAUSED_AHEAD_S`] of the `made_s` seconds made is left to play.
+fn wait_while_paused(pause: Option<&Pause>, cancel: &AtomicBool, tl: &Timeline, made_s: f64) {
     let Some(pause) = pause else {
         return;
     };
-    // `has_changed` fails once the session has dropped the sender: no one will resume it.
-    while pause.borrow().is_some() && pause.has_changed().is_ok() && !cancel.load(Ordering::Acquire)
-    {
+    loop {
+        let Some(onset) = *pause.borrow() else {
+            return;
+        };
+        // Played before the pause: from the first sample to the user's onset (an upper bound
+        // on what is left, by the device's reaction time).
+        let played_s = tl.get(EventKind::PlayoutStart).map_or(0.0, |start| {
+            clock::ns_to_ms(onset.signed_since(start)).max(0.0) / 1e3
+        });
+        // `has_changed` fails once the session has dropped the sender: no one will resume it.
+        if made_s - played_s < PAUSED_AHEAD_S
+            || pause.has_changed().is_err()
+            || cancel.load(Ordering::Acquire)
+        {
+            return;
+        }
         std::thread::sleep(PAUSE_POLL);
     }
 }

@@ -1195,8 +1195,10 @@ fn a_cough_over_a_playing_reply_pauses_it_and_it_plays_on_from_where_it_stopped(
 fn second_chunk_while_paused(asr: &[&str]) -> Fakes {
     let mut f = long_reply(asr);
     // Tokens 150 ms apart: "It is noon." is made about 180 ms after the commit and
-    // "Have a nice day." about 630 ms after it, 230 ms into the pause.
+    // "Have a nice day." about 630 ms after it, 230 ms into the pause. The first chunk's
+    // 2.2 s of audio leave 2 s to play on with at the pause.
     f.llm.itl = 150 * MS;
+    f.tts.per_char = 200 * MS;
     f
 }
 
@@ -1241,12 +1243,26 @@ fn a_paused_reply_makes_its_held_back_chunk_when_it_plays_on() {
     assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
     assert!(rec.reply_pauses.iter().all(|p| p.resumed.is_some()));
     assert_eq!(times_spoken(&f, "Have a nice day."), 1);
-    // 27 characters at 100 ms each.
+    // 27 characters at 200 ms each, with no gap.
     assert!(
-        (rec.reply_audio_s - 2.7).abs() < 0.01,
+        (rec.reply_audio_s - 5.4).abs() < 0.01,
         "{} s",
         rec.reply_audio_s
     );
+    assert_eq!(rec.underruns, 0);
+}
+
+/// Paused near the end of its first chunk, a reply goes on making its next one, so that it
+/// has audio to play on with.
+#[test]
+fn a_reply_paused_with_little_audio_left_makes_its_next_chunk() {
+    let mut f = second_chunk_while_paused(&["What's the weather", "in Paris?"]);
+    // 0.55 s of audio in the first chunk, 0.35 s of it left at the pause.
+    f.tts.per_char = 50 * MS;
+    let recs = went_on_after_commit(&f, 400, 700, utterance(), 3_000);
+    assert_eq!(recs.len(), 2, "{recs:#?}");
+    assert_eq!(recs[0].outcome, TurnOutcome::Interrupted);
+    assert_eq!(times_spoken(&f, "Have a nice day."), 2, "both replies'");
 }
 
 /// "Mm-hm" (300 ms of speech) over a playing reply: too short to go on from, so the reply
