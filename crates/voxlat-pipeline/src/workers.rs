@@ -199,7 +199,8 @@ pub enum TtsMsg {
         cancel: Arc<AtomicBool>,
         /// Told each chunk's synthesis time, heard or not.
         meter: Option<Meter>,
-        /// The reply's pause: while it is paused, only its first chunk is made.
+        /// The reply's pause: while it is paused, synthesis stops once [`PAUSED_AHEAD_S`] of
+        /// its audio is left to play.
         pause: Option<Pause>,
     },
     Chunk {
@@ -317,7 +318,9 @@ fn serve_tts<V: Synthesize>(voice: &mut V, rx: &std_mpsc::Receiver<TtsMsg>) {
                     }
                     match spoken {
                         Ok(chunk) => {
-                            made_s += chunk.samples.len() as f64 / f64::from(chunk.sample_rate);
+                            if chunk.sample_rate > 0 {
+                                made_s += chunk.samples.len() as f64 / f64::from(chunk.sample_rate);
+                            }
                             let _ = out.send(chunk);
                         }
                         Err(e) => tracing::warn!("TTS failed on {text:?}: {e}"),
