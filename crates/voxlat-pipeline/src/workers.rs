@@ -306,7 +306,7 @@ fn serve_tts<V: Synthesize>(voice: &mut V, rx: &std_mpsc::Receiver<TtsMsg>) {
                 Ok(TtsMsg::Chunk { text, submitted }) => {
                     // A paused reply that has enough audio to play on with makes no more
                     // until the user's words decide it: the deciding transcription gets the
-                    // cores, and a reply that gives way wastes no more synthesis.
+                    // cores, and a reply that gives way wastes less synthesis.
                     wait_while_paused(pause.as_ref(), &cancel, &stream_tl, made_s);
                     if cancel.load(Ordering::Acquire) {
                         continue;
