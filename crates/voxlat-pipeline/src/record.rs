@@ -205,8 +205,8 @@ pub struct TurnRecord {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reply_pauses: Vec<crate::output::PauseSpan>,
     /// What the user said while the reply was paused that did not go on from it (under
-    /// [`crate::session::MIN_GOING_ON_MS`] of speech, and over an audible reply, or only a
-    /// backchannel, or words Whisper wrote for what it took to be no speech); the reply
+    /// [`crate::session::MIN_GOING_ON_MS`] of speech, and over a reply the source may have
+    /// heard, or only a backchannel, or words Whisper wrote for what it took to be no speech); the reply
     /// played on.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub passed_over: Vec<String>,

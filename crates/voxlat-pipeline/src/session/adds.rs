@@ -3,8 +3,8 @@
 //!
 //! Length alone cannot tell them apart. A last word after a pause ("… word word. Word.") is
 //! often shorter than LiveKit's 0.5 s `min_interruption_duration`, and passing it over loses
-//! it: the LLM answers without it. So a short utterance before the reply was audible is
-//! judged by what Whisper heard: it adds nothing when its words are only acknowledgements or
+//! it: the LLM answers without it. So a short utterance the source heard before it could
+//! hear the reply is judged by what Whisper heard: it adds nothing when its words are only acknowledgements or
 //! fillers, or when Whisper's own no-speech rule says it wrote them for a noise; any other
 //! words join the turn.
 //!
@@ -20,8 +20,9 @@ use crate::workers::AsrResult;
 use tokio::sync::oneshot;
 
 /// Speech at least this long after a commit is the user going on, whatever its words:
-/// LiveKit's default `min_interruption_duration` (0.5 s). Shorter speech goes on only before
-/// the reply is audible, with words of its own (see the module's comment).
+/// LiveKit's default `min_interruption_duration` (0.5 s). Shorter speech goes on only with
+/// words of its own, and only before the source may have heard the reply (see the module's
+/// comment).
 pub const MIN_GOING_ON_MS: f64 = 500.0;
 
 /// What the deciding utterance adds to the turn: words, nothing (no transcript, or speech
@@ -38,7 +39,7 @@ pub(super) enum Adds {
 pub(super) fn adds(
     r: &Result<AsrResult, oneshot::error::RecvError>,
     speech_ms: f64,
-    reply_audible: bool,
+    reply_heard: bool,
 ) -> Adds {
     let Ok(AsrResult {
         transcript: Ok(t), ..
@@ -52,7 +53,7 @@ pub(super) fn adds(
     }
     // A remote transcriber gives no scores: its short words are taken at their length.
     let heard_speech = t.scores.is_some_and(|s| !s.no_speech());
-    let own_words = !reply_audible && heard_speech && !only_backchannel(text);
+    let own_words = !reply_heard && heard_speech && !only_backchannel(text);
     if speech_ms >= MIN_GOING_ON_MS || own_words {
         Adds::Words
     } else {
