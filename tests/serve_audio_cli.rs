@@ -6,6 +6,8 @@ mod common;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Stdio};
+use voxlat_net::Endpoint;
+use voxlat_speech_api::{AsrClient, AsrClientOptions};
 
 /// The server, killed when dropped.
 struct Served {
@@ -64,6 +66,22 @@ fn replay_runs_its_asr_and_tts_on_serve_audio() {
 
     let dir = tempfile::tempdir().unwrap();
     let audio = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/audio");
+
+    // Whisper's own scores come back in `verbose_json`, and a clear question passes its
+    // no-speech rule with a margin (a band: the floats differ between CPUs).
+    let moon = voxlat_audio::wav::read_at(&audio.join("synthetic-moon.wav"), 16_000).unwrap();
+    let client = AsrClient::new(
+        Endpoint::new(&served.base, None),
+        AsrClientOptions::default(),
+    )
+    .unwrap();
+    let heard = client.transcribe(&moon.audio.samples, "moon").unwrap();
+    let s = heard.scores.expect("verbose_json's segment");
+    assert!(
+        s.no_speech_prob < 0.5 && (-0.9..0.0).contains(&s.avg_logprob),
+        "{s:?} for {:?}",
+        heard.text
+    );
     let scenario = dir.path().join("moon.toml");
     std::fs::write(
         &scenario,

@@ -11,8 +11,9 @@ use std::process::ExitCode;
 use voxlat_asr::engine::{AsrError, Fallback, WhisperEngine};
 use voxlat_core::threads::ThreadBudget;
 use voxlat_speech_api::server::{
-    EngineError, ServerOptions, SpeechServer, SpeechToText, TextToSpeech,
+    EngineError, Heard, ServerOptions, SpeechServer, SpeechToText, TextToSpeech,
 };
+use voxlat_speech_api::SpeechScores;
 use voxlat_tts::error::TtsError;
 use voxlat_tts::piper::{Voice, VoiceOptions};
 
@@ -55,9 +56,15 @@ pub struct ServeAudioArgs {
 struct Whisper(WhisperEngine);
 
 impl SpeechToText for Whisper {
-    fn transcribe(&mut self, audio: &[f32]) -> Result<String, EngineError> {
+    fn transcribe(&mut self, audio: &[f32]) -> Result<Heard, EngineError> {
         match self.0.transcribe(audio) {
-            Ok(t) => Ok(t.text),
+            Ok(t) => Ok(Heard {
+                text: t.text,
+                scores: t.scores.map(|s| SpeechScores {
+                    no_speech_prob: s.no_speech_prob,
+                    avg_logprob: s.avg_logprob,
+                }),
+            }),
             Err(e @ (AsrError::EmptyAudio | AsrError::NotFinite { .. })) => {
                 Err(EngineError::BadInput(format!("the uploaded audio: {e}")))
             }

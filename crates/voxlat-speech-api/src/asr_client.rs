@@ -1,10 +1,15 @@
 //! A remote ASR stage: `POST {base}/audio/transcriptions` with the utterance as a 16 kHz WAV
 //! upload (multipart `file`, `model`, `response_format`, optional `language`), as OpenAI,
 //! Groq, whisper.cpp's server, speaches and `voxlat serve-audio` accept it.
+//!
+//! It asks for `verbose_json`, for Whisper's scores ([`crate::verbose`]), and for `json` from
+//! then on once a server refuses that.
 
 use crate::http::{Http, Timeouts};
 use crate::pcm::wav_bytes;
+use crate::verbose::{scores_of, SpeechScores};
 use serde::Deserialize;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use voxlat_core::remote::RemoteCall;
 use voxlat_net::error::truncate_body;
@@ -40,18 +45,32 @@ impl Default for AsrClientOptions {
 #[derive(Clone, Debug, PartialEq)]
 pub struct RemoteTranscript {
     pub text: String,
+    /// Whisper's scores, when the server answered `verbose_json` with them.
+    pub scores: Option<SpeechScores>,
     pub call: RemoteCall,
 }
 
-/// The `json` and `verbose_json` bodies share `text`; the rest is not needed.
+/// The `json` and `verbose_json` bodies share `text`; `verbose_json` adds the segments.
 #[derive(Deserialize)]
 struct Body {
     text: String,
+    #[serde(default)]
+    segments: Option<Vec<serde_json::Value>>,
 }
 
 pub struct AsrClient {
     http: Http,
     opts: AsrClientOptions,
+    /// Set once the server refuses `verbose_json`.
+    json_only: AtomicBool,
+}
+
+/// Whether the server refused `verbose_json` itself, as OpenAI's gpt-4o transcription models
+/// do (HTTP 400, "response_format 'verbose_json' is not compatible with model …"), rather
+/// than the call.
+fn refuses_verbose_json(e: &NetError) -> bool {
+    matches!(e, NetError::Status { status: 400 | 422, body, .. }
+        if body.contains("verbose_json") || body.contains("response_format"))
 }
 
 impl AsrClient {
@@ -59,6 +78,7 @@ impl AsrClient {
         Ok(AsrClient {
             http: Http::new(endpoint, opts.timeouts)?,
             opts,
+            json_only: AtomicBool::new(false),
         })
     }
 
@@ -68,13 +88,36 @@ impl AsrClient {
 
     /// Uploads 16 kHz mono audio and waits for the transcript (blocking: call it from a
     /// stage's worker thread, not from async code). `request_id` goes out as `X-Request-Id`.
-    /// On failure the call's stamps are lost with it; the error says what failed.
+    /// On failure the call's stamps are lost with it; the error says what failed. The first
+    /// call to a server that refuses `verbose_json` is sent twice, and its stamps are the
+    /// second call's.
     pub fn transcribe(
         &self,
         audio: &[f32],
         request_id: &str,
     ) -> Result<RemoteTranscript, NetError> {
         let wav = wav_bytes(audio, UPLOAD_RATE);
+        if !self.json_only.load(Ordering::Relaxed) {
+            match self.upload(wav.clone(), "verbose_json", request_id) {
+                Err(e) if refuses_verbose_json(&e) => {
+                    tracing::info!(
+                        url = %self.base_url(),
+                        "the transcription server refuses verbose_json; asking for json, which has no Whisper scores"
+                    );
+                    self.json_only.store(true, Ordering::Relaxed);
+                }
+                done => return done,
+            }
+        }
+        self.upload(wav, "json", request_id)
+    }
+
+    fn upload(
+        &self,
+        wav: Vec<u8>,
+        format: &'static str,
+        request_id: &str,
+    ) -> Result<RemoteTranscript, NetError> {
         let url = self.http.url("audio/transcriptions");
         let mut call = RemoteCall {
             url: url.clone(),
@@ -89,7 +132,7 @@ impl AsrClient {
         let mut form = reqwest::multipart::Form::new()
             .part("file", part)
             .text("model", self.opts.model.clone())
-            .text("response_format", "json");
+            .text("response_format", format);
         if let Some(lang) = &self.opts.language {
             form = form.text("language", lang.clone());
         }
@@ -111,6 +154,7 @@ impl AsrClient {
             })?;
             Ok(RemoteTranscript {
                 text: parsed.text.trim().to_string(),
+                scores: parsed.segments.as_deref().and_then(scores_of),
                 call,
             })
         })

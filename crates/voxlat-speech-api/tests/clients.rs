@@ -110,7 +110,9 @@ fn the_upload_is_a_multipart_wav_the_server_can_read() {
             .unwrap_or_else(|| panic!("no field {n}: {seen:?}"))
     };
     assert_eq!(field("model"), b"whisper-1");
-    assert_eq!(field("response_format"), b"json");
+    // For Whisper's scores; this server answers `json`'s fields, and there are none.
+    assert_eq!(field("response_format"), b"verbose_json");
+    assert_eq!(got.scores, None);
     assert_eq!(field("language"), b"en");
     let header = |n: &str| seen.headers.iter().find(|(k, _)| k == n).unwrap().1.clone();
     assert_eq!(header("authorization"), "Bearer k-123");
@@ -155,6 +157,95 @@ fn status_router(
             }
         }),
     )
+}
+
+/// A transcription server that answers each upload by its `response_format` with `answer`,
+/// and records the formats it was asked for.
+fn format_router(
+    answer: fn(&str) -> (StatusCode, serde_json::Value),
+) -> (String, Arc<Mutex<Vec<String>>>) {
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let a2 = asked.clone();
+    let router = Router::new().route(
+        "/v1/audio/transcriptions",
+        post(move |mut m: Multipart| {
+            let asked = a2.clone();
+            async move {
+                let mut format = String::new();
+                while let Some(f) = m.next_field().await.unwrap() {
+                    let name = f.name().unwrap().to_string();
+                    let bytes = f.bytes().await.unwrap();
+                    if name == "response_format" {
+                        format = String::from_utf8(bytes.to_vec()).unwrap();
+                    }
+                }
+                asked.lock().unwrap().push(format.clone());
+                let (status, body) = answer(&format);
+                (status, axum::Json(body))
+            }
+        }),
+    );
+    (serve(router), asked)
+}
+
+#[test]
+fn verbose_json_segments_give_whispers_scores() {
+    let (base, _) = format_router(|_| {
+        (
+            StatusCode::OK,
+            serde_json::json!({
+                "task": "transcribe",
+                "text": " Word.",
+                "segments": [{"id": 0, "text": " Word.", "tokens": [9, 8],
+                              "avg_logprob": -0.43, "no_speech_prob": 0.31}],
+            }),
+        )
+    });
+    let got = asr(&base).transcribe(&tone(8_000), "r").unwrap();
+    assert_eq!(got.text, "Word.");
+    let s = got.scores.expect("scores from the segments");
+    assert_eq!((s.no_speech_prob, s.avg_logprob), (0.31, -0.43));
+}
+
+/// OpenAI's gpt-4o transcription models, as they answer `verbose_json`.
+fn gpt_4o(format: &str) -> (StatusCode, serde_json::Value) {
+    if format == "verbose_json" {
+        return (
+            StatusCode::BAD_REQUEST,
+            serde_json::json!({"error": {
+                "message": "response_format 'verbose_json' is not compatible with model 'gpt-4o-transcribe'. Use 'json' or 'text' instead.",
+                "type": "invalid_request_error",
+                "param": "response_format",
+                "code": "unsupported_value",
+            }}),
+        );
+    }
+    (StatusCode::OK, serde_json::json!({"text": "Hello there."}))
+}
+
+#[test]
+fn a_server_that_refuses_verbose_json_is_asked_for_json_from_then_on() {
+    let (base, asked) = format_router(gpt_4o);
+    let client = asr(&base);
+    for _ in 0..2 {
+        let got = client.transcribe(&tone(8_000), "r").unwrap();
+        assert_eq!((got.text.as_str(), got.scores), ("Hello there.", None));
+        assert_eq!(got.call.status, Some(200));
+    }
+    assert_eq!(*asked.lock().unwrap(), ["verbose_json", "json", "json"]);
+}
+
+#[test]
+fn a_400_for_anything_else_is_not_sent_again() {
+    let (base, asked) = format_router(|_| {
+        (
+            StatusCode::BAD_REQUEST,
+            serde_json::json!({"error": {"message": "Audio file is too short."}}),
+        )
+    });
+    let e = asr(&base).transcribe(&tone(100), "r").unwrap_err();
+    assert!(e.to_string().contains("too short"), "{e}");
+    assert_eq!(*asked.lock().unwrap(), ["verbose_json"]);
 }
 
 #[test]

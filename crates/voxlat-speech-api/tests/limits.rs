@@ -14,7 +14,7 @@ use std::time::Duration;
 use voxlat_net::Endpoint;
 use voxlat_speech_api::pcm::wav_bytes;
 use voxlat_speech_api::server::{
-    EngineError, ServerOptions, SpeechServer, SpeechToText, TextToSpeech,
+    EngineError, Heard, ServerOptions, SpeechServer, SpeechToText, TextToSpeech,
 };
 use voxlat_speech_api::tts_client::{speech_cap_s, MAX_SPEECH_S};
 use voxlat_speech_api::{AudioFormat, TtsClient, TtsClientOptions};
@@ -94,10 +94,10 @@ struct GatedStt {
 }
 
 impl SpeechToText for GatedStt {
-    fn transcribe(&mut self, audio: &[f32]) -> Result<String, EngineError> {
+    fn transcribe(&mut self, audio: &[f32]) -> Result<Heard, EngineError> {
         let _ = self.started.send(());
         let _ = self.release.lock().unwrap().recv();
-        Ok(format!("heard {} samples", audio.len()))
+        Ok(format!("heard {} samples", audio.len()).into())
     }
 }
 

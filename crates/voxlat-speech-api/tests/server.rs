@@ -7,27 +7,37 @@ use std::time::Duration;
 use voxlat_net::Endpoint;
 use voxlat_speech_api::pcm::wav_bytes;
 use voxlat_speech_api::server::{
-    EngineError, ServerOptions, SpeechServer, SpeechToText, TextToSpeech,
+    EngineError, Heard, ServerOptions, SpeechServer, SpeechToText, TextToSpeech,
 };
-use voxlat_speech_api::{AsrClient, AsrClientOptions, AudioFormat, TtsClient, TtsClientOptions};
+use voxlat_speech_api::{
+    AsrClient, AsrClientOptions, AudioFormat, SpeechScores, TtsClient, TtsClientOptions,
+};
 
 /// Tells the test it has started, then waits to be released.
 type Gate = (mpsc::Sender<()>, Arc<Mutex<mpsc::Receiver<()>>>);
 
-/// Says how many samples it heard; waits for a release first when `gate` is set.
+/// Says how many samples it heard, with [`SCORES`]; waits for a release first when `gate` is set.
 struct CountingStt {
     gate: Option<Gate>,
 }
 
 impl SpeechToText for CountingStt {
-    fn transcribe(&mut self, audio: &[f32]) -> Result<String, EngineError> {
+    fn transcribe(&mut self, audio: &[f32]) -> Result<Heard, EngineError> {
         if let Some((started, release)) = &self.gate {
             let _ = started.send(());
             let _ = release.lock().unwrap().recv();
         }
-        Ok(format!("heard {} samples", audio.len()))
+        Ok(Heard {
+            text: format!("heard {} samples", audio.len()),
+            scores: Some(SCORES),
+        })
     }
 }
+
+const SCORES: SpeechScores = SpeechScores {
+    no_speech_prob: 0.25,
+    avg_logprob: -0.5,
+};
 
 /// 100 samples per character at 16 kHz; "fail" fails.
 struct ToneTts;
@@ -214,6 +224,8 @@ fn the_clients_round_trip_through_the_server() {
     let asr = AsrClient::new(Endpoint::new(&base, None), AsrClientOptions::default()).unwrap();
     let got = asr.transcribe(&vec![0.1; 8_000], "turn-1").unwrap();
     assert_eq!(got.text, "heard 8000 samples");
+    // Through `verbose_json`'s one segment.
+    assert_eq!(got.scores, Some(SCORES));
     assert_eq!(got.call.server_request_id.as_deref(), Some("turn-1"));
     assert!(got.call.server_compute_ms.is_some() && got.call.server_queue_ms.is_some());
     assert!(got.call.network_ms().is_some());

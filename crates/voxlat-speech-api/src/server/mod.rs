@@ -29,7 +29,21 @@ use std::time::Duration;
 
 /// Speech to text: 16 kHz mono in, text out.
 pub trait SpeechToText {
-    fn transcribe(&mut self, audio: &[f32]) -> Result<String, EngineError>;
+    fn transcribe(&mut self, audio: &[f32]) -> Result<Heard, EngineError>;
+}
+
+/// What a speech-to-text engine heard: the text, and Whisper's scores when the engine has
+/// them (they go out in `verbose_json`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Heard {
+    pub text: String,
+    pub scores: Option<crate::SpeechScores>,
+}
+
+impl From<String> for Heard {
+    fn from(text: String) -> Heard {
+        Heard { text, scores: None }
+    }
 }
 
 /// Text to speech: mono samples at [`TextToSpeech::sample_rate`].
@@ -89,7 +103,7 @@ impl Default for ServerOptions {
     }
 }
 
-type AsrQueue = EngineQueue<Box<dyn SpeechToText>, Result<String, EngineError>>;
+type AsrQueue = EngineQueue<Box<dyn SpeechToText>, Result<Heard, EngineError>>;
 type TtsQueue = EngineQueue<Box<dyn TextToSpeech>, Result<Vec<f32>, EngineError>>;
 
 struct State {

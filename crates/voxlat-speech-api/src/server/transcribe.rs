@@ -76,7 +76,7 @@ pub(super) async fn handle(
         Err(m) => return bad(m),
     };
     let duration = audio.len() as f64 / 16_000.0;
-    let (text, timing) = match run_engine(&state, &state.asr, slot, &id, "asr", move |e| {
+    let (heard, timing) = match run_engine(&state, &state.asr, slot, &id, "asr", move |e| {
         e.transcribe(&audio)
     })
     .await
@@ -84,16 +84,24 @@ pub(super) async fn handle(
         Ok(v) => v,
         Err(r) => return r,
     };
+    let text = heard.text;
     let mut resp = match upload.format.as_str() {
         "text" => text.into_response(),
-        "verbose_json" => axum::Json(serde_json::json!({
-            "task": "transcribe",
-            "language": upload.language.as_deref().unwrap_or("english"),
-            "duration": duration,
-            "text": text,
-            "segments": [],
-        }))
-        .into_response(),
+        "verbose_json" => {
+            let segments: Vec<_> = heard
+                .scores
+                .map(|s| crate::verbose::segment(&text, duration, s))
+                .into_iter()
+                .collect();
+            axum::Json(serde_json::json!({
+                "task": "transcribe",
+                "language": upload.language.as_deref().unwrap_or("english"),
+                "duration": duration,
+                "text": text,
+                "segments": segments,
+            }))
+            .into_response()
+        }
         _ => axum::Json(serde_json::json!({ "text": text })).into_response(),
     };
     set_id(&mut resp, &id);

@@ -1,0 +1,131 @@
+//! Whisper's confidence in a transcript, carried by `response_format=verbose_json`, both ways.
+//!
+//! A short utterance after an early commit joins the turn only when Whisper's own no-speech
+//! rule says it heard speech. With `json`, a remote transcriber gives text alone, so its short
+//! words could not be told from words written for a cough, and were passed over. OpenAI's
+//! `whisper-1`, Groq, whisper.cpp's server, speaches and `voxlat serve-audio` put the scores in
+//! `verbose_json`'s `segments`; OpenAI's gpt-4o transcription models refuse that format (HTTP
+//! 400, "Use 'json' or 'text' instead"), and the client then asks for `json`.
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+
+/// The scores Whisper's no-speech rule reads: the no-speech probability of the first window
+/// (as whisper.cpp and OpenAI's `transcribe()` take it) and the mean log-probability of the
+/// text's tokens.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SpeechScores {
+    pub no_speech_prob: f32,
+    pub avg_logprob: f32,
+}
+
+/// The fields of one `verbose_json` segment that the scores come from; the rest is ignored.
+#[derive(Deserialize)]
+struct Segment {
+    no_speech_prob: f32,
+    avg_logprob: f32,
+    #[serde(default)]
+    tokens: Option<Vec<IgnoredAny>>,
+}
+
+/// The scores of a whole transcript from its `segments`, or `None` when there are none or any
+/// segment lacks them (a server that writes `verbose_json` without Whisper's scores). The
+/// log-probability is the token-weighted mean when every segment lists its tokens, else the
+/// segments' mean.
+pub fn scores_of(segments: &[serde_json::Value]) -> Option<SpeechScores> {
+    let parsed: Vec<Segment> = segments
+        .iter()
+        .map(|s| Segment::deserialize(s).ok())
+        .collect::<Option<_>>()?;
+    let first = parsed.first()?;
+    let counts: Option<Vec<usize>> = parsed
+        .iter()
+        .map(|s| s.tokens.as_ref().map(Vec::len).filter(|&n| n > 0))
+        .collect();
+    let avg_logprob = match counts {
+        Some(counts) => {
+            let total: usize = counts.iter().sum();
+            let sum: f64 = parsed
+                .iter()
+                .zip(&counts)
+                .map(|(s, &n)| f64::from(s.avg_logprob) * n as f64)
+                .sum();
+            sum / total as f64
+        }
+        None => parsed.iter().map(|s| f64::from(s.avg_logprob)).sum::<f64>() / parsed.len() as f64,
+    };
+    let finite = |v: f64| v.is_finite().then_some(v);
+    Some(SpeechScores {
+        no_speech_prob: finite(f64::from(first.no_speech_prob))? as f32,
+        avg_logprob: finite(avg_logprob)? as f32,
+    })
+}
+
+/// The one segment `voxlat serve-audio` writes for a transcript of `duration` seconds: its
+/// engine keeps no segment times, so the segment spans the whole upload.
+pub fn segment(text: &str, duration: f64, scores: SpeechScores) -> serde_json::Value {
+    serde_json::json!({
+        "id": 0,
+        "seek": 0,
+        "start": 0.0,
+        "end": duration,
+        "text": text,
+        "tokens": [],
+        "temperature": 0.0,
+        "avg_logprob": scores.avg_logprob,
+        "no_speech_prob": scores.no_speech_prob,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_first_segment_gives_no_speech_and_tokens_weight_the_log_probability() {
+        let s = scores_of(&[
+            json!({"text": "Hi", "tokens": [1, 2, 3], "avg_logprob": -0.2, "no_speech_prob": 0.1}),
+            json!({"text": "there", "tokens": [4], "avg_logprob": -1.0, "no_speech_prob": 0.7}),
+        ])
+        .unwrap();
+        assert_eq!(s.no_speech_prob, 0.1);
+        // (3 × −0.2 + 1 × −1.0) / 4
+        assert!((s.avg_logprob - -0.4).abs() < 1e-6, "{s:?}");
+    }
+
+    #[test]
+    fn segments_without_token_lists_are_averaged_alike() {
+        let s = scores_of(&[
+            json!({"avg_logprob": -0.2, "no_speech_prob": 0.1, "tokens": []}),
+            json!({"avg_logprob": -1.0, "no_speech_prob": 0.7}),
+        ])
+        .unwrap();
+        assert!((s.avg_logprob - -0.6).abs() < 1e-6, "{s:?}");
+    }
+
+    #[test]
+    fn no_segments_or_a_segment_without_scores_gives_none() {
+        assert_eq!(scores_of(&[]), None);
+        assert_eq!(
+            scores_of(&[
+                json!({"avg_logprob": -0.2, "no_speech_prob": 0.1}),
+                json!({"text": "no scores"}),
+            ]),
+            None
+        );
+        assert_eq!(
+            scores_of(&[json!({"avg_logprob": "high", "no_speech_prob": 0.1})]),
+            None
+        );
+    }
+
+    #[test]
+    fn the_servers_segment_reads_back_as_its_scores() {
+        let sent = SpeechScores {
+            no_speech_prob: 0.31,
+            avg_logprob: -0.43,
+        };
+        assert_eq!(scores_of(&[segment("Word.", 0.4, sent)]), Some(sent));
+    }
+}
