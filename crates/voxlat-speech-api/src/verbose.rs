@@ -3,9 +3,10 @@
 //! A short utterance after an early commit joins the turn only when Whisper's own no-speech
 //! rule says it heard speech. With `json`, a remote transcriber gives text alone, so its short
 //! words could not be told from words written for a cough, and were passed over. OpenAI's
-//! `whisper-1`, Groq, whisper.cpp's server, speaches and `voxlat serve-audio` put the scores in
-//! `verbose_json`'s `segments`; OpenAI's gpt-4o transcription models refuse that format (HTTP
-//! 400, "Use 'json' or 'text' instead"), and the client then asks for `json`.
+//! `whisper-1`, Groq and `voxlat serve-audio` put the scores in `verbose_json`'s `segments`;
+//! OpenAI's gpt-4o transcription models refuse that format (HTTP 400, "Use 'json' or 'text'
+//! instead"), and the client then asks for `json`. A server whose segments lack the scores
+//! gives none, as `json` does.
 
 use serde::de::IgnoredAny;
 use serde::Deserialize;
