@@ -95,10 +95,12 @@ pub fn decode_limited<R: std::io::Read>(
     path: &Path,
     max_s: u32,
 ) -> Result<Decoded, WavError> {
+    // The file is open, so a read that fails inside the header is almost always a file too
+    // short to be a WAV (hound: "Failed to read enough bytes."), not a failed disk.
     let mut reader = hound::WavReader::new(input).map_err(|e| match e {
-        hound::Error::IoError(io) => WavError::Read {
+        hound::Error::IoError(io) => WavError::Format {
             path: path.into(),
-            detail: io.to_string(),
+            detail: format!("its header cannot be read: {io}"),
         },
         other => WavError::Format {
             path: path.into(),
@@ -436,6 +438,13 @@ mod tests {
         let e = read(&junk).unwrap_err();
         assert!(
             matches!(e, WavError::Format { .. }) && e.to_string().contains("junk.wav"),
+            "{e}"
+        );
+        let short = d.path().join("short.wav");
+        std::fs::write(&short, b"hi\n").unwrap();
+        let e = read(&short).unwrap_err();
+        assert!(
+            matches!(e, WavError::Format { .. }) && e.to_string().contains("short.wav"),
             "{e}"
         );
         let empty = d.path().join("empty.wav");
