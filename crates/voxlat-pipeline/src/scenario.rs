@@ -61,6 +61,12 @@ pub enum ScenarioError {
     Read { path: PathBuf, detail: String },
     #[error("{path}: invalid scenario: {detail}")]
     Parse { path: PathBuf, detail: String },
+    #[error(
+        "{path}: an audio file, not a scenario: give a scenario TOML with a [[turn]] that names \
+         it in `wav` and says what was said in `transcript` (scenarios/README.md); \
+         `voxlat annotate {path}` suggests its `speech_end_ms`"
+    )]
+    Audio { path: PathBuf },
     #[error("{path}: turn `{turn}`: {detail}")]
     Turn {
         path: PathBuf,
@@ -108,6 +114,14 @@ fn name_problem(value: &str) -> Option<&'static str> {
 
 impl Scenario {
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let audio = ["wav", "flac", "mp3", "ogg", "opus", "m4a"];
+        if path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| audio.contains(&e.to_ascii_lowercase().as_str()))
+        {
+            return Err(ScenarioError::Audio { path: path.into() });
+        }
         let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::Read {
             path: path.into(),
             detail: e.to_string(),
@@ -369,6 +383,16 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("conversaton"));
+        // A recording given where its scenario belongs is named as audio, with the way on.
+        let p = d.path().join("question.WAV");
+        std::fs::write(&p, b"RIFF....WAVE").unwrap();
+        let e = Scenario::load(&p).unwrap_err();
+        assert!(matches!(e, ScenarioError::Audio { .. }), "{e}");
+        let e = e.to_string();
+        assert!(
+            e.contains("question.WAV") && e.contains("voxlat annotate"),
+            "{e}"
+        );
     }
 
     /// An 8-bit mono WAV header at `rate` over `data` (raw bytes), as a corrupt file has it
