@@ -61,7 +61,7 @@ struct Body {
 pub struct AsrClient {
     http: Http,
     opts: AsrClientOptions,
-    /// Set once the server refuses `verbose_json`.
+    /// Set for a model known to refuse `verbose_json`, or once the server refuses it.
     json_only: AtomicBool,
 }
 
@@ -77,8 +77,10 @@ impl AsrClient {
     pub fn new(endpoint: Endpoint, opts: AsrClientOptions) -> Result<AsrClient, NetError> {
         Ok(AsrClient {
             http: Http::new(endpoint, opts.timeouts)?,
+            // OpenAI's GPT transcription models take only `json` and `text`: asking them for
+            // `verbose_json` would cost the first turn a refused round trip.
+            json_only: AtomicBool::new(opts.model.starts_with("gpt-")),
             opts,
-            json_only: AtomicBool::new(false),
         })
     }
 

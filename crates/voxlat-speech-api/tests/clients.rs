@@ -236,6 +236,21 @@ fn a_server_that_refuses_verbose_json_is_asked_for_json_from_then_on() {
 }
 
 #[test]
+fn a_gpt_transcription_model_is_asked_for_json_at_once() {
+    let (base, asked) = format_router(gpt_4o);
+    let opts = AsrClientOptions {
+        model: "gpt-4o-mini-transcribe".into(),
+        ..AsrClientOptions::default()
+    };
+    let client = AsrClient::new(Endpoint::new(&base, None), opts).unwrap();
+    assert_eq!(
+        client.transcribe(&tone(8_000), "r").unwrap().text,
+        "Hello there."
+    );
+    assert_eq!(*asked.lock().unwrap(), ["json"]);
+}
+
+#[test]
 fn a_400_for_anything_else_is_not_sent_again() {
     let (base, asked) = format_router(|_| {
         (
