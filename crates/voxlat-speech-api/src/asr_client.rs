@@ -65,9 +65,9 @@ pub struct AsrClient {
     json_only: AtomicBool,
 }
 
-/// Whether the server refused `verbose_json` itself, as OpenAI's gpt-4o transcription models
-/// do (HTTP 400, "response_format 'verbose_json' is not compatible with model …"), rather
-/// than the call.
+/// Whether a failed call was the server refusing the `verbose_json` format itself, as OpenAI's
+/// gpt-4o transcription models do (HTTP 400, "response_format 'verbose_json' is not
+/// compatible with model …"), rather than the upload, the key or the server's state.
 fn refuses_verbose_json(e: &NetError) -> bool {
     matches!(e, NetError::Status { status: 400 | 422, body, .. }
         if body.contains("verbose_json") || body.contains("response_format"))
