@@ -51,8 +51,8 @@ pub(super) fn adds(
     if text.is_empty() {
         return Adds::Nothing(None);
     }
-    // A remote transcriber that refuses `verbose_json` gives no scores: its short words are
-    // taken at their length.
+    // A remote transcriber asked for `json` gives no scores: its short words are taken at
+    // their length.
     let heard_speech = t.scores.is_some_and(|s| !s.no_speech());
     let own_words = !reply_heard && heard_speech && !only_backchannel(text);
     if speech_ms >= MIN_GOING_ON_MS || own_words {
