@@ -433,20 +433,19 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let missing = d.path().join("missing.wav");
         assert!(matches!(read(&missing), Err(WavError::NotFound { .. })));
-        let junk = d.path().join("junk.wav");
-        std::fs::write(&junk, b"definitely not RIFF").unwrap();
-        let e = read(&junk).unwrap_err();
-        assert!(
-            matches!(e, WavError::Format { .. }) && e.to_string().contains("junk.wav"),
-            "{e}"
-        );
-        let short = d.path().join("short.wav");
-        std::fs::write(&short, b"hi\n").unwrap();
-        let e = read(&short).unwrap_err();
-        assert!(
-            matches!(e, WavError::Format { .. }) && e.to_string().contains("short.wav"),
-            "{e}"
-        );
+        // Not RIFF at all, and too short to hold a header.
+        for (name, bytes) in [
+            ("junk.wav", &b"definitely not RIFF"[..]),
+            ("short.wav", b"hi\n"),
+        ] {
+            let p = d.path().join(name);
+            std::fs::write(&p, bytes).unwrap();
+            let e = read(&p).unwrap_err();
+            assert!(
+                matches!(e, WavError::Format { .. }) && e.to_string().contains(name),
+                "{e}"
+            );
+        }
         let empty = d.path().join("empty.wav");
         write_spec(
             &empty,
