@@ -6,7 +6,9 @@
 //! `whisper-1`, Groq and `voxlat serve-audio` put the scores in `verbose_json`'s `segments`;
 //! OpenAI's gpt-4o transcription models refuse that format (HTTP 400, "Use 'json' or 'text'
 //! instead"), and the client then asks for `json`. A server whose segments lack the scores
-//! gives none, as `json` does.
+//! gives none, as `json` does; so does one that fills them with zeros, as some
+//! OpenAI-compatible servers' response models default them (a real decode's mean
+//! log-probability is never exactly 0: that would be every token at probability 1).
 
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -29,8 +31,9 @@ struct Segment {
     tokens: Option<Vec<IgnoredAny>>,
 }
 
-/// The scores of a whole transcript from its `segments`, or `None` when there are none or any
-/// segment lacks them (a server that writes `verbose_json` without Whisper's scores). The
+/// The scores of a whole transcript from its `segments`, or `None` when there are none, any
+/// segment lacks them, or every segment's are zeros (a server that writes `verbose_json`
+/// without Whisper's scores). The
 /// log-probability is the token-weighted mean when every segment lists its tokens, else the
 /// segments' mean.
 pub fn scores_of(segments: &[serde_json::Value]) -> Option<SpeechScores> {
@@ -38,6 +41,12 @@ pub fn scores_of(segments: &[serde_json::Value]) -> Option<SpeechScores> {
         .iter()
         .map(|s| Segment::deserialize(s).ok())
         .collect::<Option<_>>()?;
+    let placeholders = parsed
+        .iter()
+        .all(|s| s.no_speech_prob == 0.0 && s.avg_logprob == 0.0);
+    if placeholders {
+        return None;
+    }
     let first = parsed.first()?;
     let counts: Option<Vec<usize>> = parsed
         .iter()
@@ -117,6 +126,11 @@ mod tests {
         );
         assert_eq!(
             scores_of(&[json!({"avg_logprob": "high", "no_speech_prob": 0.1})]),
+            None
+        );
+        // Defaults that a server fills in for scores it does not have.
+        assert_eq!(
+            scores_of(&[json!({"avg_logprob": 0.0, "no_speech_prob": 0.0, "tokens": [1, 2]})]),
             None
         );
     }
