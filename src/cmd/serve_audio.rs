@@ -13,7 +13,6 @@ use voxlat_core::threads::ThreadBudget;
 use voxlat_speech_api::server::{
     EngineError, Heard, ServerOptions, SpeechServer, SpeechToText, TextToSpeech,
 };
-use voxlat_speech_api::SpeechScores;
 use voxlat_tts::error::TtsError;
 use voxlat_tts::piper::{Voice, VoiceOptions};
 
@@ -60,10 +59,7 @@ impl SpeechToText for Whisper {
         match self.0.transcribe(audio) {
             Ok(t) => Ok(Heard {
                 text: t.text,
-                scores: t.scores.map(|s| SpeechScores {
-                    no_speech_prob: s.no_speech_prob,
-                    avg_logprob: s.avg_logprob,
-                }),
+                scores: t.scores,
             }),
             Err(e @ (AsrError::EmptyAudio | AsrError::NotFinite { .. })) => {
                 Err(EngineError::BadInput(format!("the uploaded audio: {e}")))

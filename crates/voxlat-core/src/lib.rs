@@ -20,6 +20,7 @@ pub mod text;
 pub mod threads;
 pub mod timeline;
 pub mod trace;
+pub mod whisper_scores;
 
 pub use clock::Nanos;
 pub use event::EventKind;

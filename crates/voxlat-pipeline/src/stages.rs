@@ -10,7 +10,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
-use voxlat_asr::engine::{AsrError, Scores, Transcript, WhisperEngine};
+use voxlat_asr::engine::{AsrError, Transcript, WhisperEngine};
 use voxlat_core::Timeline;
 use voxlat_llm::client::TextDelta;
 use voxlat_llm::{ChatRequest, LlmClient, LlmError, StreamOutcome};
@@ -94,10 +94,7 @@ impl Transcriber for AsrClient {
             compute,
             audio: Duration::from_secs_f64(secs),
             real_time_factor: compute.as_secs_f64() / secs.max(1e-9),
-            scores: got.scores.map(|s| Scores {
-                no_speech_prob: s.no_speech_prob,
-                avg_logprob: s.avg_logprob,
-            }),
+            scores: got.scores,
             fallback: None,
             remote: Some(got.call),
         })

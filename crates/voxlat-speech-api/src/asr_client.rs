@@ -7,11 +7,12 @@
 
 use crate::http::{Http, Timeouts};
 use crate::pcm::wav_bytes;
-use crate::verbose::{scores_of, SpeechScores};
+use crate::verbose::scores_of;
 use serde::Deserialize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use voxlat_core::remote::RemoteCall;
+use voxlat_core::whisper_scores::Scores;
 use voxlat_net::error::truncate_body;
 use voxlat_net::{Endpoint, NetError};
 
@@ -46,7 +47,7 @@ impl Default for AsrClientOptions {
 pub struct RemoteTranscript {
     pub text: String,
     /// Whisper's scores, when the server answered `verbose_json` with them.
-    pub scores: Option<SpeechScores>,
+    pub scores: Option<Scores>,
     pub call: RemoteCall,
 }
 

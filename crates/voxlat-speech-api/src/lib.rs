@@ -4,7 +4,8 @@
 //! - [`tts_client`]: `POST {base}/audio/speech`, streamed PCM or WAV, for a remote TTS stage.
 //! - [`server`]: the same two endpoints over any speech-to-text and text-to-speech engine,
 //!   each on its own thread behind a bounded queue (`voxlat serve-audio`).
-//! - [`verbose`]: Whisper's scores in `verbose_json`, which both sides read or write.
+//! - [`verbose`]: Whisper's scores ([`voxlat_core::whisper_scores::Scores`]) in
+//!   `verbose_json`, which both sides read or write.
 //!
 //! Both clients use `voxlat-net`'s endpoint settings and error classes, as the LLM client does
 //! ([`voxlat_net::NetError`]), so a remote stage fails the way the LLM stage does, with the
@@ -23,4 +24,3 @@ pub use http::Timeouts;
 
 pub use asr_client::{AsrClient, AsrClientOptions, RemoteTranscript};
 pub use tts_client::{AudioFormat, RemoteSpeech, TtsClient, TtsClientOptions};
-pub use verbose::SpeechScores;

@@ -12,15 +12,7 @@
 
 use serde::de::IgnoredAny;
 use serde::Deserialize;
-
-/// The scores Whisper's no-speech rule reads: the no-speech probability of the first window
-/// (as whisper.cpp and OpenAI's `transcribe()` take it) and the mean log-probability of the
-/// text's tokens.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SpeechScores {
-    pub no_speech_prob: f32,
-    pub avg_logprob: f32,
-}
+use voxlat_core::whisper_scores::Scores;
 
 /// The fields of one `verbose_json` segment that the scores come from; the rest is ignored.
 #[derive(Deserialize)]
@@ -31,12 +23,12 @@ struct Segment {
     tokens: Option<Vec<IgnoredAny>>,
 }
 
-/// The scores of a whole transcript from its `segments`, or `None` when there are none, any
-/// segment lacks them, or every segment's are zeros (a server that writes `verbose_json`
-/// without Whisper's scores). The
-/// log-probability is the token-weighted mean when every segment lists its tokens, else the
-/// segments' mean.
-pub fn scores_of(segments: &[serde_json::Value]) -> Option<SpeechScores> {
+/// The scores of a whole transcript from its `segments`: the first segment's no-speech
+/// probability (as whisper.cpp and OpenAI's `transcribe()` take it) and the mean
+/// log-probability, token-weighted when every segment lists its tokens, else the segments'
+/// mean. `None` when there are no segments, any segment lacks the scores, or every
+/// segment's are zeros (a server that writes `verbose_json` without Whisper's scores).
+pub fn scores_of(segments: &[serde_json::Value]) -> Option<Scores> {
     let parsed: Vec<Segment> = segments
         .iter()
         .map(|s| Segment::deserialize(s).ok())
@@ -64,16 +56,17 @@ pub fn scores_of(segments: &[serde_json::Value]) -> Option<SpeechScores> {
         }
         None => parsed.iter().map(|s| f64::from(s.avg_logprob)).sum::<f64>() / parsed.len() as f64,
     };
-    let finite = |v: f64| v.is_finite().then_some(v);
-    Some(SpeechScores {
-        no_speech_prob: finite(f64::from(first.no_speech_prob))? as f32,
-        avg_logprob: finite(avg_logprob)? as f32,
+    // A number too large for an f32 arrives as infinity.
+    Some(Scores {
+        no_speech_prob: first.no_speech_prob,
+        avg_logprob: avg_logprob as f32,
     })
+    .filter(|s| s.no_speech_prob.is_finite() && s.avg_logprob.is_finite())
 }
 
 /// The one segment `voxlat serve-audio` writes for a transcript of `duration` seconds: its
 /// engine keeps no segment times, so the segment spans the whole upload.
-pub fn segment(text: &str, duration: f64, scores: SpeechScores) -> serde_json::Value {
+pub fn segment(text: &str, duration: f64, scores: Scores) -> serde_json::Value {
     serde_json::json!({
         "id": 0,
         "seek": 0,
@@ -137,7 +130,7 @@ mod tests {
 
     #[test]
     fn the_servers_segment_reads_back_as_its_scores() {
-        let sent = SpeechScores {
+        let sent = Scores {
             no_speech_prob: 0.31,
             avg_logprob: -0.43,
         };

@@ -4,14 +4,13 @@
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use voxlat_core::whisper_scores::Scores;
 use voxlat_net::Endpoint;
 use voxlat_speech_api::pcm::wav_bytes;
 use voxlat_speech_api::server::{
     EngineError, Heard, ServerOptions, SpeechServer, SpeechToText, TextToSpeech,
 };
-use voxlat_speech_api::{
-    AsrClient, AsrClientOptions, AudioFormat, SpeechScores, TtsClient, TtsClientOptions,
-};
+use voxlat_speech_api::{AsrClient, AsrClientOptions, AudioFormat, TtsClient, TtsClientOptions};
 
 /// Tells the test it has started, then waits to be released.
 type Gate = (mpsc::Sender<()>, Arc<Mutex<mpsc::Receiver<()>>>);
@@ -34,7 +33,7 @@ impl SpeechToText for CountingStt {
     }
 }
 
-const SCORES: SpeechScores = SpeechScores {
+const SCORES: Scores = Scores {
     no_speech_prob: 0.25,
     avg_logprob: -0.5,
 };

@@ -37,7 +37,7 @@ pub trait SpeechToText {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Heard {
     pub text: String,
-    pub scores: Option<crate::SpeechScores>,
+    pub scores: Option<voxlat_core::whisper_scores::Scores>,
 }
 
 impl From<String> for Heard {
