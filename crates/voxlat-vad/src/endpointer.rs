@@ -11,7 +11,10 @@
 //! breath, clicks and thumps), so `speech_end` is refined: from the last voiced frame, back at
 //! most [`REFINE_MS`], to the last 5 ms block that is still speech on a speech-band energy
 //! track (see [`crate::energy`]: high-passed, relative to both the turn's peak and the noise
-//! floor).
+//! floor). The endpoint's `speech_end` is refined once more at the commit, when the room
+//! after the speech can set the floor if none was heard before it; the hangover and the
+//! provisional end keep the running estimate, so a floor that settles late cannot pull a
+//! commit earlier.
 //!
 //! The VAD is not trusted alone to start a turn: it calls some rooms' tone voiced (once its
 //! noise model has drifted, for seconds), and each endpoint in it was followed at once by a
@@ -141,8 +144,8 @@ pub enum VadEvent {
     },
     /// The user resumed after a provisional end; work started on it must be discarded.
     Retracted { at: Nanos, provisional_at: Nanos },
-    /// The turn is over. `speech_end` is retro-dated to the last voiced sample; `at` is when
-    /// the decision was made.
+    /// The turn is over. `speech_end` is retro-dated to the last sample that is speech on
+    /// the energy track, judged at the commit; `at` is when the decision was made.
     Endpoint {
         speech_start: Nanos,
         speech_end: Nanos,
@@ -288,6 +291,8 @@ impl<D: VoiceDetector> Endpointer<D> {
                 && !self.is_speaking()
             {
                 self.detector.restart();
+                self.energy.forget_room();
+                self.room_from = None;
             }
             self.zeros = 0;
         }
@@ -494,7 +499,11 @@ impl<D: VoiceDetector> Endpointer<D> {
             };
             events.push(VadEvent::Endpoint {
                 speech_start,
-                speech_end: refine_end(&self.energy, last_voiced_end),
+                speech_end: self.energy.speech_end_at_commit(
+                    last_voiced_end,
+                    earliest_end(last_voiced_end),
+                    Nanos(last_voiced_end.0 + ROOM_LAG_MS * 1_000_000),
+                ),
                 at,
                 audio,
                 confirms_provisional: standing.is_some(),
@@ -512,8 +521,11 @@ impl<D: VoiceDetector> Endpointer<D> {
 /// The end of the last speech block at or before `vad_end` (and at most [`REFINE_MS`] before
 /// it); `vad_end` itself when none is.
 fn refine_end(energy: &EnergyTrack, vad_end: Nanos) -> Nanos {
-    let earliest = Nanos(vad_end.0.saturating_sub(REFINE_MS * 1_000_000));
-    energy.speech_end(vad_end, earliest)
+    energy.speech_end(vad_end, earliest_end(vad_end))
+}
+
+fn earliest_end(vad_end: Nanos) -> Nanos {
+    Nanos(vad_end.0.saturating_sub(REFINE_MS * 1_000_000))
 }
 
 #[cfg(test)]

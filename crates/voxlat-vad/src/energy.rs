@@ -18,9 +18,12 @@
 //!   breath and hiss at the noise level no longer count.
 //! - **The floor is the room's level, measured where no one speaks.** It is the mean of the
 //!   quietest [`FLOOR_WINDOW`] blocks in a row that the endpointer heard between turns
-//!   ([`EnergyTrack::note_room`]), remembered through a turn that outlasts the blocks kept.
-//!   Until the room has been heard (a recording that starts with speech, or digital silence
-//!   around it), it is the quietest single block.
+//!   ([`EnergyTrack::note_room`]), remembered through a turn that outlasts the blocks kept,
+//!   and forgotten when sound comes back after digital silence (a new stream, a new room).
+//!   Until the room has been heard (a recording that starts with speech), the end reported at
+//!   the commit is judged against the room heard after the speech
+//!   ([`EnergyTrack::speech_end_at_commit`]); before that, and for onsets, the floor is the
+//!   quietest single block.
 
 use std::collections::VecDeque;
 use voxlat_core::Nanos;
@@ -44,6 +47,10 @@ pub const FLOOR_WINDOW: usize = 10;
 pub const MAX_BAND_LOSS_DB: f32 = 10.0;
 /// Mean square below this (-100 dBFS) is digital silence.
 pub(crate) const DIGITAL_SILENCE: f32 = 1e-10;
+/// Blocks of the room after the speech (200 ms) that make its level at the commit. Not
+/// tuned: long enough that a soft unvoiced last sound the VAD missed (up to about 120 ms on
+/// the test half) is not the median.
+pub const ROOM_AFTER_MIN: usize = 40;
 /// Blocks kept: 2.56 s, enough for the refinement window and a noise floor.
 const KEPT: usize = 512;
 
@@ -196,7 +203,47 @@ impl EnergyTrack {
     /// The end of the last block at or before `vad_end`, and no earlier than `earliest`, that
     /// is speech by the rules above; `vad_end` when none is.
     pub fn speech_end(&self, vad_end: Nanos, earliest: Nanos) -> Nanos {
-        let speech = self.speech_rule(None);
+        self.speech_end_above(self.noise_floor(None), vad_end, earliest)
+    }
+
+    /// [`speech_end`](Self::speech_end) once the turn has ended. Until the room has been heard
+    /// between turns (a recording that starts with speech, or a new room after digital
+    /// silence), the floor is the room heard after the speech: the median block from
+    /// `room_from` on, when there are at least [`ROOM_AFTER_MIN`] of them. The quietest single
+    /// block is far below a live room's usual level, and the room's swells after the last
+    /// word then count as speech (70–100 ms late on studio and radio recordings).
+    pub fn speech_end_at_commit(&self, vad_end: Nanos, earliest: Nanos, room_from: Nanos) -> Nanos {
+        let floor = match self.room_floor {
+            Some(floor) => floor,
+            None => {
+                let mut after: Vec<f32> = self
+                    .blocks
+                    .iter()
+                    .rev()
+                    .take_while(|b| b.end > room_from)
+                    .map(|b| b.band)
+                    .filter(|&e| e > DIGITAL_SILENCE)
+                    .collect();
+                if after.len() >= ROOM_AFTER_MIN {
+                    let mid = after.len() / 2;
+                    *after.select_nth_unstable_by(mid, f32::total_cmp).1
+                } else {
+                    self.noise_floor(None)
+                }
+            }
+        };
+        self.speech_end_above(floor, vad_end, earliest)
+    }
+
+    /// A new room (sound after digital silence): what was heard of the last one no longer
+    /// sets the floor.
+    pub fn forget_room(&mut self) {
+        self.room_floor = None;
+        self.blocks.iter_mut().for_each(|b| b.room = false);
+    }
+
+    fn speech_end_above(&self, floor: f32, vad_end: Nanos, earliest: Nanos) -> Nanos {
+        let speech = self.speech_rule(floor);
         let mut later_was_speech = false;
         let mut end = None;
         for b in self
@@ -231,7 +278,7 @@ impl EnergyTrack {
     /// Until the room has been heard, the floor here is the quietest block before `since`: a
     /// steady sound that starts out of digital silence is above no floor, not at its own.
     pub fn heard_speech_since(&self, since: Nanos) -> bool {
-        let speech = self.speech_rule(Some(since));
+        let speech = self.speech_rule(self.noise_floor(Some(since)));
         let mut previous = false;
         for b in self.blocks.iter().rev().take_while(|b| b.end >= since) {
             let is = speech(b);
@@ -243,11 +290,9 @@ impl EnergyTrack {
         false
     }
 
-    /// Whether one block is speech: near enough the turn's peak, far enough above the noise
-    /// floor (the room's, or the quietest block kept or ending before `floor_before`), and
-    /// mostly in the speech band.
-    fn speech_rule(&self, floor_before: Option<Nanos>) -> impl Fn(&Block) -> bool {
-        let floor = self.noise_floor(floor_before);
+    /// Whether one block is speech: near enough the turn's peak, [`ABOVE_FLOOR_DB`] above
+    /// `floor`, and mostly in the speech band.
+    fn speech_rule(&self, floor: f32) -> impl Fn(&Block) -> bool {
         let threshold =
             (self.peak * db_to_power(-BELOW_PEAK_DB)).max(floor * db_to_power(ABOVE_FLOOR_DB));
         let in_band = db_to_power(-MAX_BAND_LOSS_DB);
@@ -383,6 +428,41 @@ mod tests {
             "speech end {} ms",
             end.0 / MS
         );
+    }
+
+    #[test]
+    fn a_room_heard_only_after_the_speech_sets_the_floor_at_the_commit() {
+        // The recording starts with the word, so no room is heard before it: a tone to
+        // 500 ms, then a room that swells and fades by ±4 dB every 60 ms, as in the test
+        // above, for 700 ms. Against the quietest single block the swells count as speech
+        // and the end is the last swell's; against the room's median they do not.
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut x: Vec<f32> = tone(440.0, 0.2, 8000).collect();
+        let mut room = noise(0.005, 11_200, &mut seed);
+        for (k, block) in room.chunks_mut(BLOCK).enumerate() {
+            let db = 4.0 * (2.0 * std::f32::consts::PI * k as f32 / 12.0).sin();
+            block.iter_mut().for_each(|v| *v *= 10f32.powf(db / 20.0));
+        }
+        x.extend(room);
+        let mut t = track(&x);
+        t.note_speech(Nanos(0));
+        let vad_end = Nanos(760 * MS);
+        let earliest = Nanos(260 * MS);
+        let before = t.speech_end(vad_end, earliest);
+        let at_commit = t.speech_end_at_commit(vad_end, earliest, Nanos(910 * MS));
+        assert!(
+            before.0 > 560 * MS,
+            "the quietest block lets a swell count: {} ms",
+            before.0 / MS
+        );
+        assert!(
+            (495 * MS..=510 * MS).contains(&at_commit.0),
+            "speech end at the commit {} ms",
+            at_commit.0 / MS
+        );
+        // With too little room heard after the speech, the quietest block stands.
+        let early = t.speech_end_at_commit(vad_end, earliest, Nanos(1100 * MS));
+        assert_eq!(early, before);
     }
 
     #[test]

@@ -21,7 +21,7 @@ fn clip(name: &str) -> Vec<f32> {
 }
 
 #[test]
-fn a_louder_room_after_digital_silence_is_not_taken_for_speech() {
+fn a_louder_room_after_digital_silence_is_not_taken_for_speech_nor_judged_by_the_last_room() {
     let first = clip("michael-mfa-putty.wav");
     let second = clip("northwind-north-wind.wav");
     // speech_end_ms of both turns in scenarios/turns/{tune,test}/*.toml.
@@ -49,10 +49,11 @@ fn a_louder_room_after_digital_silence_is_not_taken_for_speech() {
         .collect();
     assert_eq!(ends.len(), 2, "one turn per recording, no more: {ends:?}");
     for ((end, forced), truth) in ends.iter().zip(truth_ms) {
-        // Replay's error on these clips alone is under 100 ms; the drifted detector was 2.4 s
-        // late on the second and only the end of the input ended it.
+        // The drifted detector was 2.4 s late on the second and only the end of the input
+        // ended it. Judged against the first room's floor, 30 dB too low, the second's room
+        // after the last word counted as speech: 99 ms late.
         assert!(
-            !forced && end.abs_diff(truth) <= 150,
+            !forced && end.abs_diff(truth) <= 40,
             "speech end {end} ms (forced: {forced}), annotated {truth} ms"
         );
     }
