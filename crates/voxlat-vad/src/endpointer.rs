@@ -11,8 +11,9 @@
 //! breath, clicks and thumps), so `speech_end` is refined: from the last voiced frame, back at
 //! most [`REFINE_MS`], to the last 5 ms block that is still speech on a speech-band energy
 //! track (see [`crate::energy`]: high-passed, relative to both the turn's peak and the noise
-//! floor). The endpoint's `speech_end` is refined once more at the commit, when the room
-//! after the speech can set the floor if none was heard before it; the hangover and the
+//! floor). The endpoint's `speech_end` is refined once more at the commit: the room after the
+//! speech sets the floor if none was heard before it, and a loud sound the VAD missed just
+//! after its last voiced frame (an unvoiced last consonant) still counts. The hangover and the
 //! provisional end keep the running estimate, so a floor that settles late cannot pull a
 //! commit earlier.
 //!
@@ -44,7 +45,9 @@ pub const RESTART_AFTER_ZEROS_MS: u32 = 200;
 pub const REFINE_MS: u64 = 500;
 /// Between turns, audio this old is the room's, for the energy track's noise floor: a voice
 /// begins softly (a breath, a fricative) before the VAD calls it voiced, and Silero's onsets
-/// came up to 78 ms late on the bundled clips (`tests/silero_compare.rs`).
+/// came up to 78 ms late on the bundled clips (`tests/silero_compare.rs`). At the commit the
+/// room after the speech likewise starts this long after the VAD's last voiced frame, and a
+/// sound the VAD missed may extend the end up to there.
 const ROOM_LAG_MS: u64 = 150;
 
 /// With [`EndpointerConfig::early_provisional`], a VAD still calling frames voiced this long
