@@ -3,7 +3,8 @@
 //! - one endpointer across two rooms, as a live session through a sound server hears them:
 //!   Michael's quiet room (MFA test data), 1.5 s of digital silence between the streams, then
 //!   the North Wind recording, whose room tone is about 30 dB louder;
-//! - a last consonant that webrtc-vad calls silence.
+//! - a last consonant that webrtc-vad calls silence;
+//! - the same recording started 1–4 ms later ends at the same moment of it.
 
 use std::path::PathBuf;
 use voxlat_core::Nanos;
@@ -79,4 +80,32 @@ fn an_unvoiced_last_consonant_is_part_of_the_turn() {
         end.abs_diff(truth_ms) <= 40,
         "speech end {end} ms, annotated {truth_ms} ms"
     );
+}
+
+#[test]
+fn starting_a_recording_a_few_ms_later_does_not_move_its_end() {
+    // Two slow, low voices whose last word fades over the room. Judged on single 5 ms blocks,
+    // the end moved by 34 and 56 ms as the audio moved by 1–4 ms against the blocks: a block
+    // holds half a pitch period, so its level swings with where the pulses fall. No truth is
+    // needed: the end of the same audio must not depend on where the blocks start.
+    for name in ["michael-monologue-2.wav", "librivox-sonnet-couplet.wav"] {
+        let audio = clip(name);
+        let ends: Vec<u64> = (0..5u64)
+            .map(|shift_ms| {
+                let mut x = vec![0.0; (shift_ms * RATE / 1000) as usize];
+                x.extend(&audio);
+                x.extend(std::iter::repeat_n(0.0, 16_000));
+                let ends = speech_ends(&x);
+                let Some(&(end, false)) = ends.last() else {
+                    panic!("{name} +{shift_ms} ms: the last turn was forced: {ends:?}");
+                };
+                end - shift_ms
+            })
+            .collect();
+        let spread = ends.iter().max().unwrap() - ends.iter().min().unwrap();
+        assert!(
+            spread <= 10,
+            "{name}: speech end per 0–4 ms of delay {ends:?} ms"
+        );
+    }
 }
