@@ -375,9 +375,18 @@ mod tests {
 
     /// Feeds `x` at 16 kHz from t = 0; returns the track.
     fn track(x: &[f32]) -> EnergyTrack {
+        track_with_room(x, 0)
+    }
+
+    /// As [`track`], with its first `room` samples heard as the room between turns.
+    fn track_with_room(x: &[f32], room: usize) -> EnergyTrack {
         let mut t = EnergyTrack::new(16_000);
         for (i, &v) in x.iter().enumerate() {
-            t.push(v, Nanos(((i + 1) as u64 * 1_000_000_000) / 16_000));
+            let at = Nanos(((i + 1) as u64 * 1_000_000_000) / 16_000);
+            t.push(v, at);
+            if i + 1 == room {
+                t.note_room(Nanos(0), at);
+            }
         }
         t
     }
@@ -456,14 +465,7 @@ mod tests {
         for (i, v) in tone(440.0, 0.2, 8000).enumerate() {
             x[3200 + i] += v;
         }
-        let mut t = EnergyTrack::new(16_000);
-        for (i, &v) in x.iter().enumerate() {
-            let at = Nanos(((i + 1) as u64 * 1_000_000_000) / 16_000);
-            t.push(v, at);
-            if i + 1 == 3200 {
-                t.note_room(Nanos(0), at);
-            }
-        }
+        let mut t = track_with_room(&x, 3200);
         t.note_speech(Nanos(200 * MS));
         let end = t.speech_end(Nanos(1000 * MS), Nanos(500 * MS));
         assert!(
@@ -555,14 +557,7 @@ mod tests {
                 let amp = 0.1 * 10f32.powf(db / 20.0);
                 x[onset + i] += amp * (2.0 * std::f32::consts::PI * 1000.0 * t_ms / 1000.0).sin();
             }
-            let mut t = EnergyTrack::new(16_000);
-            for (i, &v) in x.iter().enumerate() {
-                let at = Nanos(((i + 1) as u64 * 1_000_000_000) / 16_000);
-                t.push(v, at);
-                if i + 1 == 4800 {
-                    t.note_room(Nanos(0), at);
-                }
-            }
+            let mut t = track_with_room(&x, 4800);
             t.note_speech(Nanos(300 * MS));
             let end = t.speech_end_at_commit(Nanos(900 * MS), Nanos(400 * MS), Nanos(1000 * MS));
             end.0 / MS - (300 + shift_ms) as u64
