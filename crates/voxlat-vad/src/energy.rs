@@ -235,7 +235,7 @@ impl EnergyTrack {
     /// - **A sound the VAD missed.** webrtc-vad calls an unvoiced last consonant ("words")
     ///   silence, and the end came 120 ms early. Where the room's level is known (not digital
     ///   silence), 10 ms or more of sound up to `room_from` that is [`MISSED_ABOVE_FLOOR_DB`]
-    ///   above it are still speech. Over digital silence there is no such margin to judge by,
+    ///   above it is still speech. Over digital silence there is no such margin to judge by,
     ///   and the filters' ringing after a stream stops would count.
     pub fn speech_end_at_commit(&self, vad_end: Nanos, earliest: Nanos, room_from: Nanos) -> Nanos {
         let room = self.room_floor.or_else(|| {
