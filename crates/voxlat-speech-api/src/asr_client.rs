@@ -3,7 +3,7 @@
 //! Groq, whisper.cpp's server, speaches and `voxlat serve-audio` accept it.
 //!
 //! It asks for `verbose_json`, for Whisper's scores ([`crate::verbose`]), and for `json` from
-//! then on once a server refuses that.
+//! then on once a server refuses that, or fails on it (HTTP 500 or 501) and answers `json`.
 
 use crate::http::{Http, Timeouts};
 use crate::pcm::wav_bytes;
@@ -74,6 +74,19 @@ fn refuses_verbose_json(e: &NetError) -> bool {
         if body.contains("verbose_json") || body.contains("response_format"))
 }
 
+/// Whether a failed `verbose_json` call may have failed for the format alone: a server error
+/// that says nothing useful. Some servers fail on a format they do not write (HTTP 500 or 501)
+/// instead of refusing it; asking them for `json` tells which. A 503 is a busy server.
+fn may_fail_on_verbose_json(e: &NetError) -> bool {
+    matches!(
+        e,
+        NetError::Status {
+            status: 500 | 501,
+            ..
+        }
+    )
+}
+
 impl AsrClient {
     pub fn new(endpoint: Endpoint, opts: AsrClientOptions) -> Result<AsrClient, NetError> {
         Ok(AsrClient {
@@ -108,6 +121,18 @@ impl AsrClient {
                         "the transcription server refuses verbose_json; asking for json, which has no Whisper scores"
                     );
                     self.json_only.store(true, Ordering::Relaxed);
+                }
+                Err(e) if may_fail_on_verbose_json(&e) => {
+                    // Only a `json` answer that works convicts the format; a server failing
+                    // on everything is asked for `verbose_json` again next time.
+                    let json = self.upload(wav, "json", request_id)?;
+                    tracing::warn!(
+                        url = %self.base_url(),
+                        error = %e,
+                        "the transcription server fails on verbose_json and answers json; asking for json, which has no Whisper scores"
+                    );
+                    self.json_only.store(true, Ordering::Relaxed);
+                    return Ok(json);
                 }
                 done => return done,
             }

@@ -236,6 +236,42 @@ fn a_server_that_refuses_verbose_json_is_asked_for_json_from_then_on() {
 }
 
 #[test]
+fn a_server_that_fails_on_verbose_json_alone_is_asked_for_json_from_then_on() {
+    let (base, asked) = format_router(|format| match format {
+        "verbose_json" => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            serde_json::json!({"error": {"message": "unknown response format"}}),
+        ),
+        _ => (StatusCode::OK, serde_json::json!({"text": "Hello there."})),
+    });
+    let client = asr(&base);
+    for _ in 0..2 {
+        let got = client.transcribe(&tone(8_000), "r").unwrap();
+        assert_eq!((got.text.as_str(), got.scores), ("Hello there.", None));
+    }
+    assert_eq!(*asked.lock().unwrap(), ["verbose_json", "json", "json"]);
+}
+
+#[test]
+fn a_server_that_fails_on_every_format_keeps_being_asked_for_verbose_json() {
+    let (base, asked) = format_router(|_| {
+        (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            serde_json::json!({"error": {"message": "the model is not loaded"}}),
+        )
+    });
+    let client = asr(&base);
+    for _ in 0..2 {
+        let e = client.transcribe(&tone(8_000), "r").unwrap_err();
+        assert!(e.to_string().contains("not loaded"), "{e}");
+    }
+    assert_eq!(
+        *asked.lock().unwrap(),
+        ["verbose_json", "json", "verbose_json", "json"]
+    );
+}
+
+#[test]
 fn a_gpt_transcription_model_is_asked_for_json_at_once() {
     let (base, asked) = format_router(gpt_4o);
     let opts = AsrClientOptions {
