@@ -134,6 +134,45 @@ fn two_utterances_through_the_real_pipeline() {
     assert!(r["aggregate"]["dominant_p50"].is_string());
 }
 
+/// "Set a" comes before a pause, and Whisper finds no words in it alone. The decode after the
+/// pause must then start from the turn's first sample: alone, "timer for ten minutes" came
+/// out as "Timer 410 minutes.", and the words before the pause were lost.
+#[test]
+fn words_too_short_to_transcribe_alone_before_a_pause_are_not_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let audio = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/audio");
+    let scenario = dir.path().join("timer.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "name = \"timer\"\n[[turn]]\nid = \"timer\"\nwav = \"{}/synthetic-timer.wav\"\ntranscript = \"Set a timer for ten minutes.\"\nspeech_end_ms = 1695\n",
+            audio.display()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("results");
+    let o = Command::new(env!("CARGO_BIN_EXE_voxlat"))
+        .args(["replay", "--repeat", "1", "--warmup", "0", "--output-dir"])
+        .arg(&out)
+        .arg(&scenario)
+        .env_remove("VOXLAT_BASE_URL")
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", output_text(&o));
+    let r = read_results(&out);
+    let t = &r["turns"][0];
+    assert!(
+        t["retractions"].as_u64().unwrap() >= 1,
+        "the pause after \"Set a\" must retract a provisional end for this test to mean anything: {t}"
+    );
+    let text = t["transcript"].as_str().unwrap().to_lowercase();
+    assert!(
+        text.contains("set") && t["wer"].as_f64().unwrap() <= 0.34,
+        "transcript {text:?}"
+    );
+}
+
 #[test]
 fn a_bad_scenario_is_named_and_the_others_still_run() {
     let dir = tempfile::tempdir().unwrap();

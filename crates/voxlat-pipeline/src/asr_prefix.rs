@@ -54,8 +54,13 @@ impl Prefix {
     /// Where the audio still to decode starts in `whole`, if the words before it are known
     /// and `whole` is longer. It checks only the length: that `whole` is the utterance this
     /// prefix began is the session's to keep (it drops its prefixes at every speech start).
+    ///
+    /// A decode that found no words leads nothing: its audio may still hold words too short
+    /// for Whisper alone ("Set a" before a pause, then "timer for ten minutes" decoded alone
+    /// as "Timer 410 minutes."), so the whole utterance is decoded again.
     pub(crate) fn resume_at(&self, whole: &[f32]) -> Option<usize> {
-        (self.decoded.get().is_some() && self.samples < whole.len()).then_some(self.samples)
+        let words = self.decoded.get().is_some_and(|d| !d.text.is_empty());
+        (words && self.samples < whole.len()).then_some(self.samples)
     }
 
     /// `rest`, the decode of the audio after this prefix, as the transcript of the whole:
@@ -153,6 +158,13 @@ mod tests {
         assert_eq!(t.audio, Duration::from_secs(2));
         assert_eq!(t.tokens, 5);
         assert!(t.rejected.is_none());
+    }
+
+    #[test]
+    fn a_decode_that_found_no_words_leads_nothing() {
+        let p = Prefix::covering(16_000);
+        p.fill(&transcript("", 300, Some("no words")));
+        assert_eq!(p.resume_at(&[0.0; 32_000]), None);
     }
 
     #[test]
