@@ -140,23 +140,17 @@ fn two_utterances_through_the_real_pipeline() {
 #[test]
 fn words_too_short_to_transcribe_alone_before_a_pause_are_not_lost() {
     let dir = tempfile::tempdir().unwrap();
-    let audio = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/audio");
-    let scenario = dir.path().join("timer.toml");
-    std::fs::write(
-        &scenario,
-        format!(
-            "name = \"timer\"\n[[turn]]\nid = \"timer\"\nwav = \"{}/synthetic-timer.wav\"\ntranscript = \"Set a timer for ten minutes.\"\nspeech_end_ms = 1695\n",
-            audio.display()
-        ),
-    )
-    .unwrap();
+    let scenario = common::one_turn_scenario(
+        dir.path(),
+        "synthetic-timer.wav",
+        "Set a timer for ten minutes.",
+        Some(1695),
+    );
     let out = dir.path().join("results");
-    let o = Command::new(env!("CARGO_BIN_EXE_voxlat"))
+    let o = common::voxlat()
         .args(["replay", "--repeat", "1", "--warmup", "0", "--output-dir"])
         .arg(&out)
         .arg(&scenario)
-        .env_remove("VOXLAT_BASE_URL")
-        .env_remove("OPENAI_BASE_URL")
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", output_text(&o));
@@ -409,17 +403,12 @@ fn signal_keeps_every_finished_turn(sig: i32, code: i32, name: &str) {
 }
 
 fn one_turn_scenario(dir: &Path) -> PathBuf {
-    let audio = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/audio");
-    let p = dir.join("one.toml");
-    std::fs::write(
-        &p,
-        format!(
-            "name = \"one\"\n[[turn]]\nid = \"moon\"\nwav = \"{}/synthetic-moon.wav\"\ntranscript = \"How far is the moon from the earth?\"\n",
-            audio.display()
-        ),
+    common::one_turn_scenario(
+        dir,
+        "synthetic-moon.wav",
+        "How far is the moon from the earth?",
+        None,
     )
-    .unwrap();
-    p
 }
 
 #[test]

@@ -4,21 +4,11 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 
 #[test]
 fn each_level_gets_its_table_and_the_saturating_stage_is_named() {
     let dir = tempfile::tempdir().unwrap();
-    let audio = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/audio");
-    let scenario = dir.path().join("hello.toml");
-    std::fs::write(
-        &scenario,
-        format!(
-            "name = \"hello\"\n[[turn]]\nid = \"hello\"\nwav = \"{}/real-word-hello.wav\"\ntranscript = \"Hello.\"\n",
-            audio.display()
-        ),
-    )
-    .unwrap();
+    let scenario = common::one_turn_scenario(dir.path(), "real-word-hello.wav", "Hello.", None);
     let out = dir.path().join("results");
     let o = common::voxlat()
         .args([

@@ -37,6 +37,25 @@ pub fn voxlat() -> Command {
     c
 }
 
+/// Writes a scenario of one turn, `wav` from the bundled `scenarios/audio/`, into `dir`.
+pub fn one_turn_scenario(
+    dir: &std::path::Path,
+    wav: &str,
+    transcript: &str,
+    speech_end_ms: Option<u32>,
+) -> std::path::PathBuf {
+    let audio = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/audio");
+    let id = wav.trim_end_matches(".wav");
+    let end = speech_end_ms.map_or(String::new(), |ms| format!("speech_end_ms = {ms}\n"));
+    let p = dir.join(format!("{id}.toml"));
+    let toml = format!(
+        "name = \"{id}\"\n[[turn]]\nid = \"{id}\"\nwav = \"{}/{wav}\"\ntranscript = \"{transcript}\"\n{end}",
+        audio.display()
+    );
+    std::fs::write(&p, toml).unwrap();
+    p
+}
+
 /// A finished command's stdout, then its stderr, as text.
 pub fn output_text(o: &std::process::Output) -> String {
     format!(
