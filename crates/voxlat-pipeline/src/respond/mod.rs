@@ -123,7 +123,9 @@ impl Pipeline {
             carried,
         } = cx;
         rec.merged_words = carried.clone();
-        let Some(transcript) = transcript::awaited(asr, endpoint, tl, rec, &cancel).await? else {
+        let Some(transcript) =
+            transcript::awaited(asr, endpoint, tl, rec, &cancel, hold.as_ref()).await?
+        else {
             return Ok(());
         };
         // What the user said in this turn, earlier words first: a cough after an early

@@ -1,6 +1,6 @@
 //! The turn's transcript: awaited (or given up at a barge-in, keeping its words) and recorded.
 
-use super::{cancelled, interrupt};
+use super::{cancelled, interrupt, Hold};
 use crate::error::TurnError;
 use crate::output::Cancel;
 use crate::record::{BusySpan, Stage, TurnRecord};
@@ -10,18 +10,25 @@ use voxlat_asr::engine::Transcript;
 use voxlat_core::{EventKind, Nanos, Timeline};
 
 /// The transcript, stamped and recorded; `None` when a barge-in came first (the turn is then
-/// marked interrupted during ASR).
+/// marked interrupted during ASR). `hold` is a speculative reply's.
 pub(super) async fn awaited(
     mut asr: oneshot::Receiver<AsrResult>,
     endpoint: Nanos,
     tl: &Timeline,
     rec: &mut TurnRecord,
     cancel: &Cancel,
+    hold: Option<&Hold>,
 ) -> Result<Option<Transcript>, TurnError> {
     let asr = tokio::select! {
         r = &mut asr => r.map_err(|_| TurnError::AsrWorkerGone)?,
         onset = cancelled(cancel.clone()) => {
             interrupt(rec, Stage::Asr, onset);
+            // A reply dropped before its commit is a miss, and its record goes nowhere:
+            // waiting for its decode would only keep the next provisional end from starting
+            // a reply of its own.
+            if hold.is_some_and(|h| h.borrow().is_none()) {
+                return Ok(None);
+            }
             // The decode finishes anyway: its words are what the next turn continues.
             if let Ok(Ok(t)) = asr.await.map(|r| r.transcript) {
                 rec.transcript = t.text;
@@ -51,4 +58,41 @@ fn record(rec: &mut TurnRecord, t: &Transcript) {
         .map(|_| t.fallback_compute().as_secs_f64() * 1e3);
     rec.transcript = t.text.clone();
     rec.asr_rejected = t.rejected.clone();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use tokio::sync::watch;
+    use voxlat_core::RequestId;
+
+    /// A turn cancelled while its decode runs on: how long `awaited` keeps it.
+    fn cancelled_during_a_decode(
+        committed: Option<Nanos>,
+    ) -> Option<Result<Option<Transcript>, TurnError>> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            // The decode never ends while this sender lives.
+            let (_decoding, asr) = oneshot::channel::<AsrResult>();
+            let (_cancel_tx, cancel) = watch::channel(Some(Nanos(1)));
+            let (_hold_tx, hold) = watch::channel(committed);
+            let tl = Timeline::new(RequestId::new());
+            let mut rec = TurnRecord::blank("s", "t", "r", "");
+            let turn = awaited(asr, Nanos(0), &tl, &mut rec, &cancel, Some(&hold));
+            tokio::time::timeout(Duration::from_millis(200), turn)
+                .await
+                .ok()
+        })
+    }
+
+    #[test]
+    fn a_reply_dropped_before_its_commit_does_not_wait_for_its_decode() {
+        assert!(matches!(cancelled_during_a_decode(None), Some(Ok(None))));
+        // A committed turn's record keeps what was said, so it waits for the words.
+        assert!(cancelled_during_a_decode(Some(Nanos(0))).is_none());
+    }
 }
