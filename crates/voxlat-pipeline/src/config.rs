@@ -25,7 +25,8 @@ pub struct PipelineConfig {
     /// sentence boundary came sooner (the chunker's `first_chunk_max_chars`).
     #[serde(default = "default_first_chunk_max_chars")]
     pub first_chunk_max_chars: usize,
-    /// Feed audio as fast as possible instead of in real time.
+    /// Feed the speech as fast as possible, and only the silence after a provisional end in
+    /// real time.
     pub fast: bool,
     /// Silence before each utterance, ms.
     pub lead_silence_ms: u32,

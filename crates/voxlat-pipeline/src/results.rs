@@ -74,7 +74,7 @@ fn finished_default() -> bool {
 impl ReplayResults {
     pub fn new(config: PipelineConfig, threads: ThreadBudget, stages: Stages) -> ReplayResults {
         let timing_note = if config.fast {
-            "unpaced (--fast): audio was fed as fast as possible, so endpointing is in audio time (speech_end is mapped onto the process clock at the endpointer's decision); every other segment is on the process clock"
+            "unpaced (--fast): speech was fed as fast as possible and the silence after each provisional end in real time, so endpointing is in audio time (speech_end is mapped onto the process clock at the endpointer's decision); every other segment is on the process clock"
         } else {
             "paced: audio was fed in real time in 20 ms frames; speech_end is the scenario's end of speech (annotated, or the energy estimate where it has none) at the moment that sample entered the pipeline; endpoint is when the endpointer's decision reached the pipeline"
         };

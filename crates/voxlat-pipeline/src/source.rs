@@ -1,6 +1,7 @@
 //! Replay's source: one recorded utterance, with lead and trail silence, fed in 20 ms frames
 //! to an endpointer on its own thread (webrtc-vad is not `Send`). Paced in real time by
-//! default, so endpointing is measured as a user feels it; unpaced, frames carry audio time.
+//! default, so endpointing is measured as a user feels it. Unpaced (`fast`), frames carry audio
+//! time, and only the silence after a provisional end is fed in real time.
 
 use crate::config::PipelineConfig;
 use crate::error::{SourceError, TurnError};
@@ -67,19 +68,34 @@ pub fn spawn_scenario_source(
             };
             let start = Instant::now();
             let t0 = clock::now();
+            // When the audio from sample `.1` on is due in real time from `.0`.
+            let due = |(from_instant, from_sample): (Instant, usize), last: usize| {
+                from_instant
+                    + Duration::from_micros(
+                        ((last + 1 - from_sample) as u64 * 1_000_000) / rate as u64,
+                    )
+            };
+            let wait_until = |due: Instant| {
+                let now = Instant::now();
+                if due > now {
+                    std::thread::sleep(due - now);
+                }
+            };
+            // Unpaced, the silence after a provisional end is still fed in real time, until
+            // the endpoint or a retraction: the speculative reply gets the pause it has live,
+            // so what follows the commit is the product's, not a reply started at the commit.
+            let mut paused_since: Option<(Instant, usize)> = None;
             let mut truth_sent = false;
             for (k, chunk) in samples.chunks(FRAME).enumerate() {
                 let last = k * FRAME + chunk.len() - 1;
                 let t_end = if fast {
+                    if let Some(from) = paused_since {
+                        wait_until(due(from, last));
+                    }
                     Nanos(t0.0 + (last as u64 * 1_000_000_000) / rate as u64)
                 } else {
                     // Real time: frame k is complete (20 ms of audio captured) at (k+1)·20 ms.
-                    let due = start
-                        + Duration::from_micros(((last + 1) as u64 * 1_000_000) / rate as u64);
-                    let now = Instant::now();
-                    if due > now {
-                        std::thread::sleep(due - now);
-                    }
+                    wait_until(due((start, 0), last));
                     clock::now()
                 };
                 if !truth_sent && last >= truth_idx {
@@ -97,6 +113,13 @@ pub fn spawn_scenario_source(
                     }
                 };
                 for ev in events {
+                    match ev {
+                        VadEvent::Provisional { .. } => {
+                            paused_since = Some((Instant::now(), last + 1));
+                        }
+                        VadEvent::Retracted { .. } => paused_since = None,
+                        _ => {}
+                    }
                     let is_end = matches!(ev, VadEvent::Endpoint { .. });
                     if let Some(judge) = judge.as_ref().filter(|_| is_end) {
                         if !send(SourceEvent::Judged(judge(last))) {

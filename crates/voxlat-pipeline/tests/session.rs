@@ -493,6 +493,29 @@ fn a_recorded_utterance_replays_through_the_real_endpointer() {
     assert_eq!(history.len(), 2, "the exchange is kept for a conversation");
 }
 
+/// Unpaced, the speech is fed at once but the pause after it in real time: the speculative
+/// reply (ASR 20 ms, TTFT 30 ms, TTS 10 ms here) has the pause it has live and is ready at the
+/// commit. Fed unpaced too, the pause passed in microseconds and every reply started at the
+/// commit.
+#[test]
+fn an_unpaced_replay_still_gives_the_speculative_reply_its_pause() {
+    let (turn, f) = digit_five();
+    let p = f.pipeline(PipelineConfig {
+        fast: true,
+        speculative_reply: true,
+        ..PipelineConfig::default()
+    });
+    let rec = one(rt().block_on(p.replay_turn(&turn, &mut Vec::new(), 0, false, None)));
+    assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
+    let spec = rec.speculative_reply.as_ref().expect("a speculative reply");
+    assert!(spec.committed, "{spec:?}");
+    assert!(
+        spec.before_commit_ms
+            .contains_key(&EventKind::TtsFirstAudio),
+        "first audio ready before the commit: {spec:?}"
+    );
+}
+
 /// An endpointer that cannot start (webrtc-vad has modes 0–3) fails the turn with the
 /// endpointer's own reason, instead of hanging or panicking, and keeps no exchange.
 #[test]

@@ -46,7 +46,9 @@ pub struct ReplayArgs {
     pub model: Option<String>,
     #[arg(long, default_value_t = 48)]
     pub max_tokens: u32,
-    /// Feed audio as fast as possible (endpointing is then in audio time; the report says so).
+    /// Feed the speech as fast as possible and only the pause after it in real time, so a
+    /// speculative reply still has the pause to get ready in (endpointing is then in audio time;
+    /// the report says so).
     #[arg(long)]
     pub fast: bool,
     /// Silence (ms) that ends a turn.
