@@ -87,7 +87,7 @@ pub fn print_report(r: &ReplayResults) {
         t.render()
     );
     println!(
-        "Dominant stage (*): {} at P50{}. Segments sum exactly to the total: {}. Playout underruns: {}. Mean WER {}.",
+        "Dominant stage (*): {} at P50{}. Segments sum exactly to the total: {}. Playout underruns: {}. Mean WER {} (per utterance).",
         a.dominant_p50.map_or("-", |d| d.name()),
         match (&a.dominant_p95, &a.dominant_p50) {
             (Some(p95), Some(p50)) if p95 != p50 => format!(", {p95} at P95"),

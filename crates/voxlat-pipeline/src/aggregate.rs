@@ -26,6 +26,8 @@ pub struct Aggregate {
     pub overhead: Option<Summary>,
     pub dominant_p50: Option<Segment>,
     pub dominant_p95: Option<Segment>,
+    /// Mean over utterances of the WER of what the LLM was last asked (an utterance's last
+    /// record).
     pub wer_mean: Option<f64>,
     /// Turns whose first Whisper decode ran away and was decoded again.
     #[serde(default)]
@@ -103,6 +105,11 @@ impl PaceSummary {
     }
 }
 
+/// The utterance a record belongs to: one replayed utterance may leave several records.
+fn utterance(t: &TurnRecord) -> (u32, &str, &str, u32, bool) {
+    (t.session, &t.scenario, &t.turn, t.repeat, t.warmup)
+}
+
 /// Cut-off utterances among those judged.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CutoffCount {
@@ -120,8 +127,7 @@ impl CutoffCount {
         let mut utterances: std::collections::BTreeMap<_, bool> = Default::default();
         for t in turns {
             if let Some(v) = t.cutoff {
-                let key = (t.session, &t.scenario, &t.turn, t.repeat, t.warmup);
-                *utterances.entry(key).or_default() |= v.cut_off();
+                *utterances.entry(utterance(t)).or_default() |= v.cut_off();
             }
         }
         let judged = utterances.len();
@@ -175,7 +181,15 @@ impl Aggregate {
                 .max_by(|a, b| f(&a.1).total_cmp(&f(&b.1)))
                 .map(|(n, _)| *n)
         };
-        let wers: Vec<f64> = measured.iter().filter_map(|t| t.wer).collect();
+        // Per utterance, its last record's: an utterance committed early and merged with its
+        // rest leaves the reply that gave way (its first words only) before the merged turn.
+        let mut last_wer: std::collections::BTreeMap<_, f64> = Default::default();
+        for t in &measured {
+            if let Some(w) = t.wer {
+                last_wer.insert(utterance(t), w);
+            }
+        }
+        let wers: Vec<f64> = last_wer.into_values().collect();
         let asr_compute: Vec<f64> = measured.iter().filter_map(|t| t.asr_compute_ms).collect();
         let end_errors: Vec<f64> = measured
             .iter()
@@ -305,5 +319,20 @@ mod tests {
         ]);
         assert_eq!(a.asr_fallbacks, 2);
         assert_eq!(a.asr_fallbacks_after_commit, 1);
+    }
+
+    #[test]
+    fn the_wer_is_an_utterances_last_record_not_the_reply_that_gave_way() {
+        let scored = |repeat: u32, wer: f64| {
+            let mut t = turn(1000, false);
+            t.repeat = repeat;
+            t.wer = Some(wer);
+            t
+        };
+        // Repeat 0 was committed inside a pause: its first words alone (0.8), then the
+        // merged turn (0.1). Repeat 1 was one turn.
+        let a = Aggregate::from_turns(&[scored(0, 0.8), scored(0, 0.1), scored(1, 0.2)]);
+        let mean = a.wer_mean.expect("scored");
+        assert!((mean - 0.15).abs() < 1e-9, "{mean}");
     }
 }

@@ -166,6 +166,7 @@ pub struct TurnRecord {
     pub overhead_ms: Option<f64>,
     pub reference: String,
     pub transcript: String,
+    /// WER of what the LLM was asked: `merged_words` and `transcript` as one message.
     pub wer: Option<f64>,
     pub asr_rejected: Option<String>,
     pub asr_compute_ms: Option<f64>,

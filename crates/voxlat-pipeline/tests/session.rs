@@ -996,6 +996,12 @@ fn a_replayed_commit_inside_a_pause_is_recovered_and_the_words_merge() {
         asked.last().map(String::as_str),
         Some(format!("{merged} {}", recs[1].transcript).as_str())
     );
+    // Scored on what the LLM was asked, not on the words after the pause alone.
+    let said = format!("{merged} {}", recs[1].transcript);
+    assert_eq!(
+        recs[1].wer,
+        Some(voxlat_core::text::wer(&turn.spec.transcript, &said))
+    );
     let last = requests.lock().unwrap().last().unwrap().clone();
     let users = last
         .messages

@@ -123,7 +123,10 @@ impl<'p> Session<'p> {
             }
             if let Some(reference) = &meta.reference {
                 if rec.asr_compute_ms.is_some() {
-                    rec.wer = Some(voxlat_core::text::wer(reference, &rec.transcript));
+                    // What the LLM was asked: a merged turn's words begin in an earlier one.
+                    let said =
+                        crate::history::continued(rec.merged_words.as_deref(), &rec.transcript);
+                    rec.wer = Some(voxlat_core::text::wer(reference, &said));
                 }
             }
             rec.events = tl.snapshot().events;
