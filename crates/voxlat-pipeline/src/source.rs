@@ -68,7 +68,8 @@ pub fn spawn_scenario_source(
             };
             let start = Instant::now();
             let t0 = clock::now();
-            // When the audio from sample `.1` on is due in real time from `.0`.
+            // When the frame ending at sample `last` is due, if the audio from `from_sample`
+            // on is fed in real time from `from_instant`.
             let due = |(from_instant, from_sample): (Instant, usize), last: usize| {
                 from_instant
                     + Duration::from_micros(
