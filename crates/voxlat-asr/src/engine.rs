@@ -16,6 +16,7 @@
 //! Every decode is still checked by [`crate::guard`]; a failed one is decoded again
 //! ([`Fallback`]), and the transcript says so and what it cost.
 
+use crate::repeat::{hold_back_repeats, RepeatBan};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use whisper_rs::{
@@ -244,6 +245,7 @@ pub struct WhisperEngine {
     state: WhisperState,
     threads: i32,
     fallback: Fallback,
+    repeats: RepeatBan,
 }
 
 /// whisper.cpp's abort callback: `user_data` points at a `&dyn Fn() -> bool` (see
@@ -288,9 +290,11 @@ impl WhisperEngine {
         let ctx = WhisperContext::new_with_params(model, WhisperContextParameters::default())
             .map_err(load_err)?;
         let state = ctx.create_state().map_err(load_err)?;
+        let repeats = RepeatBan::new(&ctx);
         Ok(Self {
             ctx,
             state,
+            repeats,
             threads: i32::try_from(threads.max(1)).unwrap_or(i32::MAX),
             fallback: Fallback::default(),
         })
@@ -445,6 +449,12 @@ impl WhisperEngine {
             params.set_abort_callback(Some(ask_abandoned));
             params.set_abort_callback_user_data(
                 abandoned_ref as *const &dyn Fn() -> bool as *mut std::ffi::c_void,
+            );
+            // SAFETY: `hold_back_repeats` only reads the `RepeatBan`, which `self` owns and
+            // nothing changes while `full` runs.
+            params.set_filter_logits_callback(Some(hold_back_repeats));
+            params.set_filter_logits_callback_user_data(
+                &self.repeats as *const RepeatBan as *mut std::ffi::c_void,
             );
         }
         let start = Instant::now();

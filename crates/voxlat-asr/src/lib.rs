@@ -12,3 +12,4 @@ pub mod convert;
 pub mod engine;
 pub mod filter;
 pub mod guard;
+pub mod repeat;

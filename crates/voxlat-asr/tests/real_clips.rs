@@ -98,6 +98,39 @@ fn short_real_commands_never_loop() {
     assert!(mean <= 0.5, "mean WER {mean:.3}");
 }
 
+/// Where the speculative decode cuts a one-word turn: 45–295 ms into the pause after it.
+const CUTS_INTO_THE_PAUSE_MS: &[usize] = &[45, 95, 145, 195, 295];
+/// "Seven." ends at 805 ms in the clip (its scenario's annotation).
+const SEVEN_ENDS_MS: usize = 805;
+
+/// The first decode of a one-word turn cut inside its pause says the word once. Before the
+/// engine held back a short sentence's immediate repeat (`voxlat_asr::repeat`), tiny.en went
+/// on "7. 7. 7. …" to the token cap on four or five of these cuts, from run to run; each
+/// cost a second decode, after the commit on a 2-core machine. Other CPUs' floats may loop
+/// on another cut: the bound allows one, and still fails four.
+#[test]
+fn a_word_cut_inside_its_pause_is_decoded_once_without_a_loop() {
+    let mut engine = WhisperEngine::load(&whisper_model(), 2).expect("load");
+    engine.set_fallback(voxlat_asr::engine::Fallback::Off);
+    let audio = scenario_audio("real-noisy-digit-7.wav");
+    let mut loops = Vec::new();
+    for into_pause in CUTS_INTO_THE_PAUSE_MS {
+        let end = ((SEVEN_ENDS_MS + into_pause) * 16).min(audio.len());
+        let t = engine.transcribe(&audio[..end]).expect("transcribe");
+        eprintln!(
+            "cut {into_pause} ms into the pause: {:?} {:?}",
+            t.raw, t.fallback
+        );
+        if t.fallback.is_some() {
+            loops.push((into_pause, t.raw.clone()));
+        }
+        // Whatever came back says the word at most twice, not a loop's dozen times.
+        let said = voxlat_core::text::normalize_words(&t.text).len();
+        assert!(said <= 2, "cut {into_pause} ms into the pause: {:?}", t.raw);
+    }
+    assert!(loops.len() <= 1, "first decodes that ran away: {loops:?}");
+}
+
 /// A decode its caller gives up on stops with `Abandoned`, and the engine transcribes the next
 /// clip as if nothing had happened.
 #[test]
