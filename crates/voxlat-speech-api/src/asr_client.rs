@@ -9,7 +9,7 @@ use crate::http::{Http, Timeouts};
 use crate::pcm::wav_bytes;
 use crate::verbose::scores_of;
 use serde::Deserialize;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 use voxlat_core::remote::RemoteCall;
 use voxlat_core::whisper_scores::Scores;
@@ -64,7 +64,14 @@ pub struct AsrClient {
     opts: AsrClientOptions,
     /// Set for a model known to refuse `verbose_json`, or once the server refuses it.
     json_only: AtomicBool,
+    /// `verbose_json` calls in a row that failed with a 500 while `json` worked.
+    verbose_failures: AtomicU32,
 }
+
+/// A 500 on `verbose_json` answered by `json` may be the format or a server's bad moment.
+/// Twice in a row, with no `verbose_json` answer between, is the format: one transient failure
+/// would otherwise cost Whisper's scores for the rest of the run. A 501 says so at once.
+const VERBOSE_FAILURES_TO_GIVE_UP: u32 = 2;
 
 /// Whether a failed call was the server refusing the `verbose_json` format itself, as OpenAI's
 /// gpt-4o transcription models do (HTTP 400, "response_format 'verbose_json' is not
@@ -87,6 +94,11 @@ fn may_fail_on_verbose_json(e: &NetError) -> bool {
     )
 }
 
+/// A 501 Not Implemented names the request's feature, not the server's state.
+fn not_implemented(e: &NetError) -> bool {
+    matches!(e, NetError::Status { status: 501, .. })
+}
+
 impl AsrClient {
     pub fn new(endpoint: Endpoint, opts: AsrClientOptions) -> Result<AsrClient, NetError> {
         Ok(AsrClient {
@@ -94,6 +106,7 @@ impl AsrClient {
             // OpenAI's GPT transcription models take only `json` and `text`: asking them for
             // `verbose_json` would cost the first turn a refused round trip.
             json_only: AtomicBool::new(opts.model.starts_with("gpt-")),
+            verbose_failures: AtomicU32::new(0),
             opts,
         })
     }
@@ -123,18 +136,26 @@ impl AsrClient {
                     self.json_only.store(true, Ordering::Relaxed);
                 }
                 Err(e) if may_fail_on_verbose_json(&e) => {
-                    // Only a `json` answer that works convicts the format; a server failing
-                    // on everything is asked for `verbose_json` again next time.
+                    // Only a `json` answer that works counts against the format; a server
+                    // failing on everything is asked for `verbose_json` again next time.
                     let json = self.upload(wav, "json", request_id)?;
-                    tracing::warn!(
-                        url = %self.base_url(),
-                        error = %e,
-                        "the transcription server fails on verbose_json and answers json; asking for json, which has no Whisper scores"
-                    );
-                    self.json_only.store(true, Ordering::Relaxed);
+                    let failures = self.verbose_failures.fetch_add(1, Ordering::Relaxed) + 1;
+                    if not_implemented(&e) || failures >= VERBOSE_FAILURES_TO_GIVE_UP {
+                        tracing::warn!(
+                            url = %self.base_url(),
+                            error = %e,
+                            "the transcription server fails on verbose_json and answers json; asking for json, which has no Whisper scores"
+                        );
+                        self.json_only.store(true, Ordering::Relaxed);
+                    }
                     return Ok(json);
                 }
-                done => return done,
+                done => {
+                    if done.is_ok() {
+                        self.verbose_failures.store(0, Ordering::Relaxed);
+                    }
+                    return done;
+                }
             }
         }
         self.upload(wav, "json", request_id)

@@ -245,11 +245,65 @@ fn a_server_that_fails_on_verbose_json_alone_is_asked_for_json_from_then_on() {
         _ => (StatusCode::OK, serde_json::json!({"text": "Hello there."})),
     });
     let client = asr(&base);
-    for _ in 0..2 {
+    for _ in 0..3 {
         let got = client.transcribe(&tone(8_000), "r").unwrap();
         assert_eq!((got.text.as_str(), got.scores), ("Hello there.", None));
     }
+    // Once could be the server's bad moment; twice in a row is the format.
+    assert_eq!(
+        *asked.lock().unwrap(),
+        ["verbose_json", "json", "verbose_json", "json", "json"]
+    );
+}
+
+#[test]
+fn a_server_that_does_not_implement_verbose_json_is_asked_for_json_at_its_first_501() {
+    let (base, asked) = format_router(|format| match format {
+        "verbose_json" => (StatusCode::NOT_IMPLEMENTED, serde_json::json!({})),
+        _ => (StatusCode::OK, serde_json::json!({"text": "Hello there."})),
+    });
+    let client = asr(&base);
+    for _ in 0..2 {
+        client.transcribe(&tone(8_000), "r").unwrap();
+    }
     assert_eq!(*asked.lock().unwrap(), ["verbose_json", "json", "json"]);
+}
+
+/// A server that failed `verbose_json` once, by chance, and then answered it.
+fn verbose_json_fails_once(format: &str) -> (StatusCode, serde_json::Value) {
+    static VERBOSE_CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let first = format == "verbose_json"
+        && VERBOSE_CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0;
+    if first {
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            serde_json::json!({"error": {"message": "CUDA out of memory"}}),
+        );
+    }
+    if format == "json" {
+        return (StatusCode::OK, serde_json::json!({"text": " Word."}));
+    }
+    let segments =
+        serde_json::json!([{"text": " Word.", "avg_logprob": -0.4, "no_speech_prob": 0.2}]);
+    (
+        StatusCode::OK,
+        serde_json::json!({"text": " Word.", "segments": segments}),
+    )
+}
+
+#[test]
+fn one_failed_verbose_json_call_does_not_cost_the_scores_for_the_rest_of_the_run() {
+    let (base, asked) = format_router(verbose_json_fails_once);
+    let client = asr(&base);
+    let got: Vec<_> = (0..3)
+        .map(|_| client.transcribe(&tone(8_000), "r").unwrap().scores)
+        .collect();
+    assert_eq!(got[0], None, "the first answer was json's");
+    assert!(got[1..].iter().all(Option::is_some), "{got:?}");
+    assert_eq!(
+        *asked.lock().unwrap(),
+        ["verbose_json", "json", "verbose_json", "verbose_json"]
+    );
 }
 
 #[test]
