@@ -16,7 +16,7 @@
 //! Every decode is still checked by [`crate::guard`]; a failed one is decoded again
 //! ([`Fallback`]), and the transcript says so and what it cost.
 
-use crate::repeat::{hold_back_repeats, RepeatBan};
+use crate::repeat::filter::{hold_back_repeats, RepeatBan};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use whisper_rs::{

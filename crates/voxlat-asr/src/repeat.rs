@@ -18,8 +18,8 @@
 //! ruled out.
 
 /// The longest sentence, in tokens with its punctuation, that may not be said again at once.
-/// Set a priori from the loops seen ("7. 7. …", "Hello. Hello. …": one word and a stop) with
-/// room for a two-token word; checked, not fitted, on the turn corpus and the bundled clips
+/// Set a priori from the loop seen ("7. 7. …": one word and a stop) with room for a word of
+/// two tokens; checked, not fitted, on the turn corpus and the bundled clips
 /// (`docs/models.md`, "A repeated short sentence").
 pub const MAX_SENTENCE_TOKENS: usize = 3;
 
@@ -47,63 +47,67 @@ pub fn banned_restart(
         .then(|| tokens[start])
 }
 
+/// The filter as whisper.cpp calls it.
 #[cfg(feature = "engine")]
-/// What the logits filter needs to hold back a repeated sentence ([`crate::repeat`]).
-pub(crate) struct RepeatBan {
-    /// Per text token id: whether its text ends a sentence.
-    ends_sentence: Vec<bool>,
-    /// The first timestamp id.
-    timestamp_0: i32,
-}
+pub(crate) mod filter {
+    /// What the logits filter needs to hold back a repeated sentence ([`super`]).
+    pub struct RepeatBan {
+        /// Per text token id: whether its text ends a sentence.
+        ends_sentence: Vec<bool>,
+        /// The first timestamp id.
+        timestamp_0: i32,
+    }
 
-impl RepeatBan {
-    pub(crate) fn new(ctx: &whisper_rs::WhisperContext) -> Self {
-        let eot = ctx.token_eot();
-        let ends_sentence = (0..eot)
-            .map(|id| {
-                ctx.token_to_str_lossy(id)
-                    .is_ok_and(|t| t.trim_end().ends_with(['.', '?', '!']))
-            })
-            .collect();
-        Self {
-            ends_sentence,
-            timestamp_0: ctx.token_beg(),
+    impl RepeatBan {
+        pub fn new(ctx: &whisper_rs::WhisperContext) -> Self {
+            let eot = ctx.token_eot();
+            let ends_sentence = (0..eot)
+                .map(|id| {
+                    ctx.token_to_str_lossy(id)
+                        .is_ok_and(|t| t.trim_end().ends_with(['.', '?', '!']))
+                })
+                .collect();
+            Self {
+                ends_sentence,
+                timestamp_0: ctx.token_beg(),
+            }
         }
     }
-}
 
-#[cfg(feature = "engine")]
-/// whisper.cpp's logits filter: `user_data` points at the engine's [`RepeatBan`].
-pub(crate) unsafe extern "C" fn hold_back_repeats(
-    _ctx: *mut whisper_rs::WhisperSysContext,
-    _state: *mut whisper_rs::WhisperSysState,
-    tokens: *const whisper_rs::WhisperTokenData,
-    n_tokens: std::ffi::c_int,
-    logits: *mut f32,
-    user_data: *mut std::ffi::c_void,
-) {
-    if tokens.is_null() || logits.is_null() || user_data.is_null() {
-        return;
-    }
-    // SAFETY: set by `decode` to the engine's `RepeatBan`, which outlives the `full` call;
-    // whisper.cpp passes its `n_tokens` decoded tokens and the logits of every vocabulary id
-    // (text ids, which `banned_restart` returns, come before the timestamps).
-    let (ban, tokens) = unsafe {
-        (
-            &*(user_data as *const RepeatBan),
-            std::slice::from_raw_parts(tokens, usize::try_from(n_tokens).unwrap_or(0)),
-        )
-    };
-    let ids: Vec<i32> = tokens.iter().map(|t| t.id).collect();
-    let restart = banned_restart(
-        &ids,
-        |t| t >= ban.timestamp_0,
-        |t| usize::try_from(t).is_ok_and(|i| ban.ends_sentence.get(i).copied().unwrap_or(false)),
-    );
-    if let Some(id) = restart.and_then(|id| usize::try_from(id).ok()) {
-        if id < ban.ends_sentence.len() {
-            // SAFETY: `id` is a text token id, inside the logits array (see above).
-            unsafe { *logits.add(id) = f32::NEG_INFINITY };
+    /// whisper.cpp's logits filter: `user_data` points at the engine's [`RepeatBan`].
+    pub unsafe extern "C" fn hold_back_repeats(
+        _ctx: *mut whisper_rs::WhisperSysContext,
+        _state: *mut whisper_rs::WhisperSysState,
+        tokens: *const whisper_rs::WhisperTokenData,
+        n_tokens: std::ffi::c_int,
+        logits: *mut f32,
+        user_data: *mut std::ffi::c_void,
+    ) {
+        if tokens.is_null() || logits.is_null() || user_data.is_null() {
+            return;
+        }
+        // SAFETY: set by `decode` to the engine's `RepeatBan`, which outlives the `full` call;
+        // whisper.cpp passes its `n_tokens` decoded tokens and the logits of every vocabulary id
+        // (text ids, which `banned_restart` returns, come before the timestamps).
+        let (ban, tokens) = unsafe {
+            (
+                &*(user_data as *const RepeatBan),
+                std::slice::from_raw_parts(tokens, usize::try_from(n_tokens).unwrap_or(0)),
+            )
+        };
+        let ids: Vec<i32> = tokens.iter().map(|t| t.id).collect();
+        let restart = super::banned_restart(
+            &ids,
+            |t| t >= ban.timestamp_0,
+            |t| {
+                usize::try_from(t).is_ok_and(|i| ban.ends_sentence.get(i).copied().unwrap_or(false))
+            },
+        );
+        if let Some(id) = restart.and_then(|id| usize::try_from(id).ok()) {
+            if id < ban.ends_sentence.len() {
+                // SAFETY: `id` is a text token id, inside the logits array (see above).
+                unsafe { *logits.add(id) = f32::NEG_INFINITY };
+            }
         }
     }
 }
