@@ -44,13 +44,16 @@ pub fn one_turn_scenario(
     transcript: &str,
     speech_end_ms: Option<u32>,
 ) -> std::path::PathBuf {
-    let audio = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/audio");
-    let id = wav.trim_end_matches(".wav");
+    // A bundled clip by name, or a WAV the test wrote, by its path.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios/audio")
+        .join(wav);
+    let id = path.file_stem().unwrap().to_string_lossy();
     let end = speech_end_ms.map_or(String::new(), |ms| format!("speech_end_ms = {ms}\n"));
     let p = dir.join(format!("{id}.toml"));
     let toml = format!(
-        "name = \"{id}\"\n[[turn]]\nid = \"{id}\"\nwav = \"{}/{wav}\"\ntranscript = \"{transcript}\"\n{end}",
-        audio.display()
+        "name = \"{id}\"\n[[turn]]\nid = \"{id}\"\nwav = \"{}\"\ntranscript = \"{transcript}\"\n{end}",
+        path.display()
     );
     std::fs::write(&p, toml).unwrap();
     p

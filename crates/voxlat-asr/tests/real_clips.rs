@@ -115,7 +115,7 @@ fn a_word_cut_inside_its_pause_is_decoded_once_without_a_loop() {
     let audio = scenario_audio("real-noisy-digit-7.wav");
     let mut loops = Vec::new();
     for into_pause in CUTS_INTO_THE_PAUSE_MS {
-        let end = ((SEVEN_ENDS_MS + into_pause) * 16).min(audio.len());
+        let end = ((SEVEN_ENDS_MS + into_pause) * 16_000 / 1000).min(audio.len());
         let t = engine.transcribe(&audio[..end]).expect("transcribe");
         eprintln!(
             "cut {into_pause} ms into the pause: {:?} {:?}",
