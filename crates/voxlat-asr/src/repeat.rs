@@ -24,27 +24,31 @@
 pub const MAX_SENTENCE_TOKENS: usize = 3;
 
 /// The token that would start an immediate repeat of the sentence that `tokens` (the decode so
-/// far) ends with, if any. `is_timestamp` says which ids are timestamps (segment bounds), and
-/// `ends_sentence` which text tokens end a sentence (".", "?", "!").
-pub fn banned_restart(
-    tokens: &[i32],
+/// far, each read through `id`) ends with, if any. `is_timestamp` says which ids are
+/// timestamps (segment bounds), and `ends_sentence` which text tokens end a sentence (".",
+/// "?", "!"). It reads whisper.cpp's own token array in place: it runs at every decoder step.
+pub fn banned_restart<T>(
+    tokens: &[T],
+    id: impl Fn(&T) -> i32,
     is_timestamp: impl Fn(i32) -> bool,
     ends_sentence: impl Fn(i32) -> bool,
 ) -> Option<i32> {
-    let (&last, before) = tokens.split_last()?;
+    let (last, before) = tokens.split_last()?;
+    let last = id(last);
     if is_timestamp(last) || !ends_sentence(last) {
         return None;
     }
     // The sentence runs back to the previous sentence end or segment bound.
     let start = before
         .iter()
-        .rposition(|&t| is_timestamp(t) || ends_sentence(t))
+        .map(&id)
+        .rposition(|t| is_timestamp(t) || ends_sentence(t))
         .map_or(0, |i| i + 1);
     // A sentence that is only its punctuation ("." after "..") has nothing to repeat.
     let words = before.len() - start;
     (1..MAX_SENTENCE_TOKENS)
         .contains(&words)
-        .then(|| tokens[start])
+        .then(|| id(&tokens[start]))
 }
 
 /// The filter as whisper.cpp calls it.
@@ -95,9 +99,9 @@ pub(crate) mod filter {
                 std::slice::from_raw_parts(tokens, usize::try_from(n_tokens).unwrap_or(0)),
             )
         };
-        let ids: Vec<i32> = tokens.iter().map(|t| t.id).collect();
         let restart = super::banned_restart(
-            &ids,
+            tokens,
+            |t| t.id,
             |t| t >= ban.timestamp_0,
             |t| {
                 usize::try_from(t).is_ok_and(|i| ban.ends_sentence.get(i).copied().unwrap_or(false))
@@ -124,7 +128,7 @@ mod tests {
     const COMMA: i32 = 11;
 
     fn ban(tokens: &[i32]) -> Option<i32> {
-        banned_restart(tokens, |t| t >= TS, |t| t == DOT || t == Q)
+        banned_restart(tokens, |&t| t, |t| t >= TS, |t| t == DOT || t == Q)
     }
 
     #[test]
