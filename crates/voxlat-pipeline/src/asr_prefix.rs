@@ -1,8 +1,9 @@
 //! A transcription that goes on from one the user spoke past. A retracted provisional end was
 //! still a pause: the words decoded up to it stand. The next transcription of the same
 //! utterance decodes only the audio after that pause and joins the two, so the decode left
-//! for a long turn's last pause covers its last phrase, not the whole turn. A part that runs
-//! away is decoded again as the whole turn ([`instead_of`]).
+//! for a long turn's last pause covers its last phrase, not the whole turn. A part too short
+//! to decode alone goes with the part before it ([`MIN_PART_SAMPLES`]); a part that runs away
+//! is decoded again as the whole turn ([`instead_of`]).
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -25,7 +26,17 @@ struct Decoded {
 pub struct Prefix {
     decoded: Arc<OnceLock<Decoded>>,
     samples: usize,
+    /// The prefix this one's own transcription went on from, for audio after this one too
+    /// short to decode alone.
+    before: Option<Box<Prefix>>,
 }
+
+/// The least audio after a pause that is decoded alone: 300 ms at the pipeline's rate. Less is
+/// at most a word's tail. A final stop's release 30 ms after a provisional end ("again", then
+/// its "n" released) retracts it, and the part left is 100 ms of that release: Whisper, with
+/// no words to go by, ran away on it in 5 of 6 runs. What the shorter part holds is decoded
+/// with the part before it instead.
+const MIN_PART_SAMPLES: usize = voxlat_audio::PIPELINE_RATE as usize * 3 / 10;
 
 impl Prefix {
     /// For a transcription of `samples` samples, from the utterance's first.
@@ -33,7 +44,21 @@ impl Prefix {
         Prefix {
             decoded: Arc::new(OnceLock::new()),
             samples,
+            before: None,
         }
+    }
+
+    /// As `covering`, for a transcription that goes on from `before`.
+    pub fn covering_after(samples: usize, before: Option<Prefix>) -> Prefix {
+        Prefix {
+            before: before.map(Box::new),
+            ..Prefix::covering(samples)
+        }
+    }
+
+    /// The compute of the decodes behind these words, once decoded.
+    pub(crate) fn spent(&self) -> Duration {
+        self.decoded.get().map(|d| d.compute).unwrap_or_default()
     }
 
     /// Someone besides the job that fills it may still go on from it.
@@ -51,41 +76,71 @@ impl Prefix {
         });
     }
 
-    /// Where the audio still to decode starts in `whole`, if the words before it are known
-    /// and `whole` is longer. It checks only the length: that `whole` is the utterance this
-    /// prefix began is the session's to keep (it drops its prefixes at every speech start).
+    /// Where `whole`'s transcription goes on from: after this prefix's words, or, if the
+    /// audio after it is too short to decode alone, after the words of the one it went on
+    /// from (and so on). `None`: decode the whole utterance. It checks only lengths: that
+    /// `whole` is the utterance this prefix began is the session's to keep (it drops its
+    /// prefixes at every speech start).
     ///
     /// A decode that found no words leads nothing: its audio may still hold words too short
     /// for Whisper alone ("Set a" before a pause, then "timer for ten minutes" decoded alone
     /// as "Timer 410 minutes."), so the whole utterance is decoded again.
-    pub(crate) fn resume_at(&self, whole: &[f32]) -> Option<usize> {
-        let words = self.decoded.get().is_some_and(|d| !d.text.is_empty());
-        (words && self.samples < whole.len()).then_some(self.samples)
+    pub(crate) fn lead_for(&self, whole: &[f32]) -> Option<Lead<'_>> {
+        let spent = self.decoded.get()?;
+        let mut at = self;
+        loop {
+            let words = at.decoded.get().filter(|d| !d.text.is_empty())?;
+            if at.samples >= whole.len() {
+                return None;
+            }
+            if whole.len() - at.samples >= MIN_PART_SAMPLES {
+                return Some(Lead {
+                    words,
+                    samples: at.samples,
+                    spent,
+                });
+            }
+            at = at.before.as_deref()?;
+        }
+    }
+}
+
+/// The words a transcription goes on from, and what was spent on getting there.
+#[derive(Debug)]
+pub(crate) struct Lead<'a> {
+    words: &'a Decoded,
+    samples: usize,
+    /// The prefix it was asked to go on from: the compute of every decode up to it, the
+    /// words of those a short part skips included, and any runaway among them.
+    spent: &'a Decoded,
+}
+
+impl Lead<'_> {
+    /// The first sample of the audio still to decode.
+    pub(crate) fn from(&self) -> usize {
+        self.samples
     }
 
-    /// `rest`, the decode of the audio after this prefix, as the transcript of the whole:
-    /// the words joined, the compute of both (the prefix's ran while the user spoke on).
+    /// `rest`, the decode of the audio after the lead, as the transcript of the whole: the
+    /// words joined, the compute of all (the prefix's ran while the user spoke on).
     pub(crate) fn join(&self, rest: Transcript, whole_samples: usize) -> Transcript {
-        let Some(p) = self.decoded.get() else {
-            return rest;
-        };
+        let p = self.words;
         let audio =
             Duration::from_secs_f64(whole_samples as f64 / f64::from(voxlat_audio::PIPELINE_RATE));
-        let compute = p.compute + rest.compute;
+        let compute = self.spent.compute + rest.compute;
         Transcript {
             text: joined(&p.text, &rest.text),
             raw: joined(&p.raw, &rest.raw),
-            // Rejected only if neither part had words (a cough after the pause keeps the rest).
-            rejected: rest.rejected.filter(|_| p.text.is_empty()),
+            // The lead has words (a cough after the pause keeps them).
+            rejected: None,
             compute,
             audio,
             real_time_factor: compute.as_secs_f64() / audio.as_secs_f64().max(1e-9),
             tokens: p.tokens + rest.tokens,
-            // Whisper's belief about the rest alone says nothing of words the part before
-            // it had.
-            scores: rest.scores.filter(|_| p.text.is_empty()),
+            // Whisper's belief about the rest alone says nothing of the lead's words.
+            scores: None,
             // A part that ran away is counted, whichever it was.
-            fallback: rest.fallback.or_else(|| p.fallback.clone()),
+            fallback: rest.fallback.or_else(|| self.spent.fallback.clone()),
             ..rest
         }
     }
@@ -117,6 +172,23 @@ pub(crate) fn instead_of(part: Transcript, whole: Transcript) -> Transcript {
     }
 }
 
+/// `t`, decoded from the utterance's first sample, with the compute of `before`: decodes of
+/// its start whose words it did not go on from (they had none, or a part after them ran
+/// away). It was spent on this transcript and is nobody's waste.
+pub(crate) fn counting(t: Transcript, before: Duration) -> Transcript {
+    let compute = t.compute + before;
+    Transcript {
+        compute,
+        real_time_factor: compute.as_secs_f64() / t.audio.as_secs_f64().max(1e-9),
+        // Still only the retry's cost past the first decodes.
+        fallback: t.fallback.map(|f| FallbackReport {
+            first_compute: f.first_compute + before,
+            ..f
+        }),
+        ..t
+    }
+}
+
 fn joined(a: &str, b: &str) -> String {
     match (a.trim(), b.trim()) {
         ("", b) => b.to_string(),
@@ -145,14 +217,21 @@ mod tests {
         }
     }
 
+    /// `whole` samples of audio.
+    fn audio(whole: usize) -> Vec<f32> {
+        vec![0.0; whole]
+    }
+
     #[test]
     fn the_words_before_the_pause_lead_the_words_after_it() {
         let p = Prefix::covering(16_000);
-        assert_eq!(p.resume_at(&[0.0; 32_000]), None, "not decoded yet");
+        assert!(p.lead_for(&audio(32_000)).is_none(), "not decoded yet");
         p.fill(&transcript(" What's the weather", 300, None));
-        assert_eq!(p.resume_at(&[0.0; 32_000]), Some(16_000));
-        assert_eq!(p.resume_at(&[0.0; 16_000]), None, "nothing after it");
-        let t = p.join(transcript(" in Paris?", 100, None), 32_000);
+        let whole = audio(32_000);
+        let lead = p.lead_for(&whole).expect("the words lead");
+        assert_eq!(lead.from(), 16_000);
+        assert!(p.lead_for(&audio(16_000)).is_none(), "nothing after it");
+        let t = lead.join(transcript(" in Paris?", 100, None), 32_000);
         assert_eq!(t.text, "What's the weather in Paris?");
         assert_eq!(t.compute, Duration::from_millis(400));
         assert_eq!(t.audio, Duration::from_secs(2));
@@ -164,23 +243,45 @@ mod tests {
     fn a_decode_that_found_no_words_leads_nothing() {
         let p = Prefix::covering(16_000);
         p.fill(&transcript("", 300, Some("no words")));
-        assert_eq!(p.resume_at(&[0.0; 32_000]), None);
+        assert!(p.lead_for(&audio(32_000)).is_none());
+        // Its compute still counts with the whole utterance's decode.
+        let t = counting(transcript("Call me", 250, None), p.spent());
+        assert_eq!(t.compute, Duration::from_millis(550));
     }
 
     #[test]
-    fn a_rejected_rest_keeps_the_words_before_it_and_no_words_stay_rejected() {
-        let p = Prefix::covering(100);
-        p.fill(&transcript("Call me", 10, None));
-        let t = p.join(transcript("", 5, Some("quiet")), 200);
-        assert_eq!((t.text.as_str(), t.rejected), ("Call me", None));
+    fn audio_too_short_to_decode_alone_goes_with_the_part_before_it() {
+        let first = Prefix::covering(16_000);
+        first.fill(&transcript("Please", 200, None));
+        let second = Prefix::covering_after(32_000, Some(first.clone()));
+        // Cumulative, as a join leaves it: "Please"'s 200 ms and "try again."'s 250.
+        second.fill(&transcript("Please try again.", 450, None));
+        let from = |whole: usize| second.lead_for(&audio(whole)).map(|l| l.from());
+        assert_eq!(from(32_000 + MIN_PART_SAMPLES), Some(32_000));
 
-        let empty = Prefix::covering(100);
-        empty.fill(&transcript("", 10, Some("quiet")));
-        let t = empty.join(transcript("", 5, Some("quiet")), 200);
-        assert_eq!(
-            (t.text.as_str(), t.rejected.as_deref()),
-            ("", Some("quiet"))
-        );
+        // A 100 ms release after "again": decoded with "try again.", after "Please".
+        let whole = audio(32_000 + 1_600);
+        let lead = second.lead_for(&whole).expect("a lead");
+        assert_eq!(lead.from(), 16_000);
+        let t = lead.join(transcript("try again.", 260, None), whole.len());
+        assert_eq!(t.text, "Please try again.");
+        // The skipped decode of "try again." was spent too.
+        assert_eq!(t.compute, Duration::from_millis(450 + 260));
+
+        // With no part before it, the whole utterance.
+        assert!(first.lead_for(&audio(16_100)).is_none());
+    }
+
+    #[test]
+    fn a_rejected_rest_keeps_the_words_before_it() {
+        let p = Prefix::covering(16_000);
+        p.fill(&transcript("Call me", 10, None));
+        let whole = audio(32_000);
+        let t = p
+            .lead_for(&whole)
+            .expect("a lead")
+            .join(transcript("", 5, Some("quiet")), whole.len());
+        assert_eq!((t.text.as_str(), t.rejected), ("Call me", None));
     }
 
     #[test]

@@ -113,20 +113,27 @@ impl AsrWorker {
                     let AsrRequest {
                         audio, after, keep, ..
                     } = &job.req;
-                    let transcript =
-                        match after.as_ref().and_then(|p| Some((p, p.resume_at(audio)?))) {
-                            Some((p, from)) => engine
-                                .transcribe_once_unless(&audio[from..], &abandoned)
-                                .and_then(|rest| match rest.fallback {
-                                    // Alone, the part has no context to get out of its loop
-                                    // with; the whole turn has.
-                                    Some(_) => engine
-                                        .transcribe_unless(audio, &abandoned)
-                                        .map(|whole| crate::asr_prefix::instead_of(rest, whole)),
-                                    None => Ok(p.join(rest, audio.len())),
-                                }),
-                            None => engine.transcribe_unless(audio, &abandoned),
-                        };
+                    // What the decodes this one goes on from cost counts with it, whether
+                    // their words lead it or not.
+                    let before = after.as_ref().map(Prefix::spent).unwrap_or_default();
+                    let transcript = match after.as_ref().and_then(|p| p.lead_for(audio)) {
+                        Some(lead) => engine
+                            .transcribe_once_unless(&audio[lead.from()..], &abandoned)
+                            .and_then(|rest| match rest.fallback {
+                                // Alone, the part has no context to get out of its loop
+                                // with; the whole turn has.
+                                Some(_) => {
+                                    engine.transcribe_unless(audio, &abandoned).map(|whole| {
+                                        let t = crate::asr_prefix::instead_of(rest, whole);
+                                        crate::asr_prefix::counting(t, before)
+                                    })
+                                }
+                                None => Ok(lead.join(rest, audio.len())),
+                            }),
+                        None => engine
+                            .transcribe_unless(audio, &abandoned)
+                            .map(|whole| crate::asr_prefix::counting(whole, before)),
+                    };
                     if let (Some(k), Ok(t)) = (keep, &transcript) {
                         k.fill(t);
                     }
@@ -464,15 +471,43 @@ mod tests {
         assert_eq!(joined.text, "What's the weather 10000 samples");
         assert!(joined.fallback.is_none());
 
-        let whole = said(20_000);
-        assert_eq!(whole.text, "20000 samples", "the whole turn, not the part");
+        let whole = said(22_000);
+        assert_eq!(whole.text, "22000 samples", "the whole turn, not the part");
         let f = whole.fallback.expect("the part's runaway is reported");
         assert_eq!(f.reason, "reached the token cap");
         assert_eq!(f.strategy, Fallback::WholeTurn);
         assert!(f.recovered && f.retries == 1, "{f:?}");
-        // The part's 4000 samples (25 ms) and the whole turn's 20000 (125 ms).
-        assert_eq!(f.first_compute, Duration::from_millis(25));
-        assert_eq!(whole.compute, Duration::from_millis(150));
+        // The part's 6000 samples (37 ms) and the whole turn's 22000 (137 ms).
+        assert_eq!(f.first_compute, Duration::from_millis(37));
+        assert_eq!(whole.compute, Duration::from_millis(174));
+    }
+
+    #[test]
+    fn a_word_s_tail_after_a_pause_is_decoded_with_the_part_before_it() {
+        let worker = AsrWorker::spawn(|| Ok::<_, std::convert::Infallible>(LoopsWithoutContext))
+            .expect("the worker starts");
+        let said = |text: &str| Transcript {
+            text: text.into(),
+            ..Transcript::no_new_words()
+        };
+        let first = Prefix::covering(16_000);
+        first.fill(&said("What's the weather"));
+        let second = Prefix::covering_after(30_000, Some(first));
+        second.fill(&said("What's the weather like in Paris"));
+        // 100 ms more: a final consonant's release retracted the second provisional end.
+        let rx = worker.request(AsrRequest {
+            audio: vec![0.1f32; 31_600],
+            after: Some(second),
+            keep: None,
+            meter: None,
+        });
+        let t = rx
+            .blocking_recv()
+            .expect("an answer")
+            .transcript
+            .expect("a transcript");
+        assert_eq!(t.text, "What's the weather 15600 samples");
+        assert!(t.fallback.is_none(), "{:?}", t.fallback);
     }
 
     #[test]

@@ -32,8 +32,8 @@ impl Session<'_> {
                     let (m, spent) = meter();
                     // Unless every decode is of the whole turn, this one's words are kept
                     // for the next, should the user go on.
-                    let decoded =
-                        (!self.pipeline.cfg.whole_turn_asr).then(|| Prefix::covering(audio.len()));
+                    let decoded = (!self.pipeline.cfg.whole_turn_asr)
+                        .then(|| Prefix::covering_after(audio.len(), self.listening.kept.clone()));
                     let job = self.pipeline.transcribe(AsrRequest {
                         after: self.listening.kept.clone(),
                         audio,
