@@ -32,10 +32,11 @@ pub struct Prefix {
 }
 
 /// The least audio after a pause that is decoded alone: 300 ms at the pipeline's rate. Less is
-/// at most a word's tail. A final stop's release 30 ms after a provisional end ("again", then
-/// its "n" released) retracts it, and the part left is 100 ms of that release: Whisper, with
-/// no words to go by, ran away on it in 5 of 6 runs. What the shorter part holds is decoded
-/// with the part before it instead.
+/// at most a short word or the end of one. A final release 30 ms after a provisional end
+/// ("again", then its "n") retracts it, and the part left is 100 ms of that release: Whisper,
+/// with no words to go by, ran away on it in 5 of 6 runs. "six" split at its own closure left
+/// "ks" to come back as nothing; other short ends came back as other words ("hash. g" for
+/// "hash key"). What the shorter part holds is decoded with the part before it instead.
 const MIN_PART_SAMPLES: usize = voxlat_audio::PIPELINE_RATE as usize * 3 / 10;
 
 impl Prefix {

@@ -454,6 +454,7 @@ mod tests {
             let before = Prefix::covering(16_000);
             before.fill(&Transcript {
                 text: "What's the weather".into(),
+                compute: Duration::from_millis(100),
                 ..Transcript::no_new_words()
             });
             let rx = worker.request(AsrRequest {
@@ -469,17 +470,23 @@ mod tests {
         };
         let joined = said(26_000);
         assert_eq!(joined.text, "What's the weather 10000 samples");
+        assert_eq!(joined.compute, Duration::from_millis(100 + 62));
         assert!(joined.fallback.is_none());
 
         let whole = said(22_000);
         assert_eq!(whole.text, "22000 samples", "the whole turn, not the part");
-        let f = whole.fallback.expect("the part's runaway is reported");
+        let f = whole
+            .fallback
+            .clone()
+            .expect("the part's runaway is reported");
         assert_eq!(f.reason, "reached the token cap");
         assert_eq!(f.strategy, Fallback::WholeTurn);
         assert!(f.recovered && f.retries == 1, "{f:?}");
-        // The part's 6000 samples (37 ms) and the whole turn's 22000 (137 ms).
-        assert_eq!(f.first_compute, Duration::from_millis(37));
-        assert_eq!(whole.compute, Duration::from_millis(174));
+        // The decode before the pause (100 ms), the part's 6000 samples (37 ms) and the
+        // whole turn's 22000 (137 ms): the retry cost only the last.
+        assert_eq!(f.first_compute, Duration::from_millis(137));
+        assert_eq!(whole.compute, Duration::from_millis(274));
+        assert_eq!(whole.fallback_compute(), Duration::from_millis(137));
     }
 
     #[test]
@@ -493,7 +500,10 @@ mod tests {
         let first = Prefix::covering(16_000);
         first.fill(&said("What's the weather"));
         let second = Prefix::covering_after(30_000, Some(first));
-        second.fill(&said("What's the weather like in Paris"));
+        second.fill(&Transcript {
+            compute: Duration::from_millis(300),
+            ..said("What's the weather like in Paris")
+        });
         // 100 ms more: a final consonant's release retracted the second provisional end.
         let rx = worker.request(AsrRequest {
             audio: vec![0.1f32; 31_600],
@@ -508,6 +518,9 @@ mod tests {
             .expect("a transcript");
         assert_eq!(t.text, "What's the weather 15600 samples");
         assert!(t.fallback.is_none(), "{:?}", t.fallback);
+        // The decodes up to the second pause (300 ms) were spent on it too, and the rest's
+        // 15600 samples (97 ms).
+        assert_eq!(t.compute, Duration::from_millis(397));
     }
 
     #[test]
