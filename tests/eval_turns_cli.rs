@@ -73,7 +73,7 @@ fn a_short_hangover_cuts_off_inside_the_labelled_pauses_and_a_long_one_does_not(
 /// Smart Turn as Pipecat runs it, at threshold 0, commits at its first VAD stop, before the
 /// end of either turn; what every CPU family agrees on, whatever the model's scores.
 #[test]
-fn smart_turn_at_threshold_zero_commits_at_the_first_stop() {
+fn smart_turn_at_threshold_zero_commits_at_its_first_score() {
     let p = pauses();
     let (ok, out, doc) = run(&[
         p.to_str().unwrap(),
@@ -81,11 +81,23 @@ fn smart_turn_at_threshold_zero_commits_at_the_first_stop() {
         "smart-turn",
         "--thresholds",
         "0",
+        "--delays",
+        "200,1000",
     ]);
     assert!(ok, "{out}");
     let policy = &doc["policies"][0];
     assert_eq!(policy["name"], "smart-turn", "{out}");
-    assert_eq!(policy["points"][0]["cutoff"], 1.0, "{out}");
+    // Scored after 200 ms of silence (Pipecat's delay), it commits inside both pauses; after
+    // 1000 ms, longer than either pause, it cuts no turn off and commits that long after the
+    // true end (plus the VAD's own lag).
+    let points = policy["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2, "{out}");
+    assert_eq!(points[0]["delay_ms"], 200, "{out}");
+    assert_eq!(points[0]["cutoff"], 1.0, "{out}");
+    assert_eq!(points[1]["delay_ms"], 1000, "{out}");
+    assert_eq!(points[1]["cutoff"], 0.0, "{out}");
+    let late = points[1]["latency_mean_ms"].as_f64().unwrap();
+    assert!((1000.0..1300.0).contains(&late), "{out}");
     assert!(doc["turn_score_ms"]["n"].as_u64().unwrap() >= 2, "{out}");
     assert!(out.contains("VNNI"), "the CPU-family note: {out}");
 }
@@ -97,6 +109,8 @@ fn bad_settings_and_turns_without_truth_name_the_problem() {
     assert!(!ok && out.contains("--hangovers"), "{out}");
     let (ok, out, _) = run(&[p.to_str().unwrap(), "--thresholds", "1.5"]);
     assert!(!ok && out.contains("--thresholds"), "{out}");
+    let (ok, out, _) = run(&[p.to_str().unwrap(), "--delays", "3000"]);
+    assert!(!ok && out.contains("--delays"), "{out}");
     // The assistant scenario's turns have a true end but no pauses; a file without any true
     // end is refused with the reason.
     let dir = tempfile::tempdir().unwrap();

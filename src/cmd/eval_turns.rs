@@ -25,8 +25,9 @@ pub struct EvalTurnsArgs {
     #[arg(value_name = "SCENARIO")]
     pub scenarios: Vec<PathBuf>,
     /// Policies to run: webrtc (the plain silence hangover, swept); smart-turn (Smart Turn
-    /// v3.2 as Pipecat runs it: scored when the VAD has heard 200 ms of silence, threshold
-    /// swept, committed anyway after 3 s); cues (at each 200 ms stop, a wait scaled by the
+    /// v3.2 as Pipecat runs it: scored when the VAD has heard the action delay of silence,
+    /// Pipecat's 200 ms among others, committed anyway after 3 s; threshold and delay
+    /// swept, as eot-bench does); cues (at each 200 ms stop, a wait scaled by the
     /// Whisper transcript's tail and Smart Turn's vote, never below the speaker's own pauses
     /// so far; base wait swept), and cues-no-tail, cues-no-smart-turn, cues-no-speaker, each
     /// without one cue. [default: all]
@@ -38,6 +39,10 @@ pub struct EvalTurnsArgs {
     /// The smart-turn thresholds to sweep, P(complete). [default: 0.02 to 0.999]
     #[arg(long, value_delimiter = ',', value_name = "P,…")]
     pub thresholds: Vec<f64>,
+    /// The smart-turn action delays to sweep (silence before the score), ms, each with every
+    /// threshold. [default: 200,300,400,500,700,1000,1500]
+    #[arg(long, value_delimiter = ',', value_name = "MS,…")]
+    pub delays: Vec<u32>,
     /// The cues rules' base waits to sweep, ms. [default: 100 to 1500]
     #[arg(long, value_delimiter = ',', value_name = "MS,…")]
     pub waits: Vec<f64>,
@@ -68,14 +73,14 @@ fn sweeps(args: &EvalTurnsArgs) -> Vec<PolicySweep> {
                 EvalPolicy::SmartTurn => &args.thresholds,
                 _ => &args.waits,
             };
-            if given.is_empty() {
-                PolicySweep::default_for(policy)
-            } else {
-                PolicySweep {
-                    policy,
-                    settings: given.clone(),
-                }
+            let mut sweep = PolicySweep::default_for(policy);
+            if !given.is_empty() {
+                sweep.settings = given.clone();
             }
+            if !args.delays.is_empty() && !sweep.delays_ms.is_empty() {
+                sweep.delays_ms = args.delays.clone();
+            }
+            sweep
         })
         .collect()
 }
@@ -115,6 +120,11 @@ pub fn run(args: EvalTurnsArgs) -> Result<ExitCode> {
             s.policy
                 .check(&base, v)
                 .map_err(|e| anyhow::anyhow!("{e} (--hangovers, --thresholds or --waits)"))?;
+        }
+        for &d in &s.delays_ms {
+            s.policy
+                .endpointer(&base, 0.5, Some(d))
+                .map_err(|e| anyhow::anyhow!("{e} (--delays)"))?;
         }
     }
     for path in args.json.iter().chain(&args.html) {

@@ -40,13 +40,30 @@ pub fn print_turn_eval(report: &EvalReport, cpu: &CpuInfo) {
     }
     print!("{}", t.render());
     for p in &report.policies {
-        let mut t = Table::new(&[&p.knob, "cut-off", "latency mean", "latency p50"]);
-        for point in &p.curve.points {
-            let mut setting = format!("{}", point.setting);
+        let two_knobs = p.curve.points.iter().any(|pt| pt.delay_ms.is_some());
+        let knob = if two_knobs {
+            format!("{} @ delay", p.knob)
+        } else {
+            p.knob.clone()
+        };
+        let mut t = Table::new(&[&knob, "cut-off", "latency mean", "latency p50"]);
+        // A grid of two knobs is long: its table keeps the settings no other beats on both
+        // figures (the JSON keeps every one).
+        let shown: Vec<&voxlat_core::cutoff::Point> = if two_knobs {
+            voxlat_core::cutoff::front(&p.curve.points)
+        } else {
+            p.curve.points.iter().collect()
+        };
+        let n_shown = shown.len();
+        for point in shown {
+            let mut setting = match point.delay_ms {
+                Some(d) => format!("{} @ {d} ms", point.setting),
+                None => format!("{}", point.setting),
+            };
             let missed = p
                 .turns
                 .iter()
-                .find(|t| t.setting == point.setting)
+                .find(|t| t.setting == point.setting && t.delay_ms == point.delay_ms)
                 .map_or(0, |t| t.missed);
             if missed > 0 {
                 setting.push_str(&format!(" ({missed} never committed)"));
@@ -58,7 +75,18 @@ pub fn print_turn_eval(report: &EvalReport, cpu: &CpuInfo) {
                 ms(point.latency_p50_ms),
             ]);
         }
-        print!("\n{} over {}:\n{}", p.curve.name, p.knob, t.render());
+        if two_knobs {
+            print!(
+                "\n{} over {} and the delay before its score, the {} of {} settings no other beats on both figures:\n{}",
+                p.curve.name,
+                p.knob,
+                n_shown,
+                p.curve.points.len(),
+                t.render()
+            );
+        } else {
+            print!("\n{} over {}:\n{}", p.curve.name, p.knob, t.render());
+        }
     }
     if let Some(e) = &report.speech_end.abs_ms {
         println!(

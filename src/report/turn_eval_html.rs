@@ -52,10 +52,9 @@ pub fn turn_eval_page(report: &EvalReport, cpu: &CpuInfo) -> String {
     let _ = write!(h, "<line x1=\"{left}\" x2=\"{left}\" y1=\"10\" y2=\"{b}\" stroke=\"#000\"/><line x1=\"{left}\" x2=\"{}\" y1=\"{b}\" y2=\"{b}\" stroke=\"#000\"/><text x=\"4\" y=\"14\">{max_ms:.0} ms</text><text x=\"{}\" y=\"{}\" text-anchor=\"middle\">cut-off rate (max {:.0} %)</text>", left + w, left + w / 2.0, ht + 38.0, max_cut * 100.0, b = ht + 10.0);
     for (i, p) in report.policies.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
-        let pts: Vec<String> = p
-            .curve
-            .points
-            .iter()
+        // The line joins the points no other beats on both figures; every point is a dot.
+        let pts: Vec<String> = voxlat_core::cutoff::front(&p.curve.points)
+            .into_iter()
             .filter_map(|pt| {
                 pt.latency_mean_ms
                     .map(|ms| format!("{:.1},{:.1}", px(pt.cutoff), py(ms)))
@@ -64,7 +63,7 @@ pub fn turn_eval_page(report: &EvalReport, cpu: &CpuInfo) -> String {
         let _ = write!(h, "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"><title>{}</title></polyline>", pts.join(" "), esc(&p.curve.name));
         for pt in &p.curve.points {
             if let Some(ms) = pt.latency_mean_ms {
-                let _ = write!(h, "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{color}\"><title>{} {} {}: cut-off {:.1} %, {ms:.0} ms</title></circle>", px(pt.cutoff), py(ms), esc(&p.curve.name), esc(&p.knob), pt.setting, pt.cutoff * 100.0);
+                let _ = write!(h, "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{color}\"><title>{} {} {}{}: cut-off {:.1} %, {ms:.0} ms</title></circle>", px(pt.cutoff), py(ms), esc(&p.curve.name), esc(&p.knob), pt.setting, pt.delay_ms.map_or(String::new(), |d| format!(" at {d} ms")), pt.cutoff * 100.0);
             }
         }
         let _ = write!(

@@ -117,6 +117,10 @@ pub fn judge(commit_ms: f64, speech_end_ms: f64, pauses: &[Pause]) -> Verdict {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Point {
     pub setting: f64,
+    /// The second knob of a policy swept over two (Smart Turn's action delay, ms): eot-bench
+    /// sweeps the operating point over every knob, not the threshold alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u32>,
     /// Turns cut off / turns, a fraction.
     pub cutoff: f64,
     /// Over the turns not cut off; `None` when every turn was.
@@ -145,6 +149,7 @@ impl Point {
             (!latencies.is_empty()).then(|| crate::stats::percentile_sorted(&latencies, 50.0));
         Some(Point {
             setting,
+            delay_ms: None,
             cutoff: cut as f64 / verdicts.len() as f64,
             latency_mean_ms: mean,
             latency_p50_ms: p50,
@@ -199,9 +204,35 @@ pub struct Curve {
     pub points: Vec<Point>,
 }
 
+/// The points no other point beats on both cut-off rate and mean latency, from the fewest
+/// cut-offs to the most: the trade-off a policy offers, whatever knob gives each point.
+pub fn front(points: &[Point]) -> Vec<&Point> {
+    let mut by_rate: Vec<&Point> = points
+        .iter()
+        .filter(|p| p.latency_mean_ms.is_some())
+        .collect();
+    let mean = |p: &Point| p.latency_mean_ms.unwrap_or(f64::INFINITY);
+    by_rate.sort_by(|a, b| {
+        a.cutoff
+            .total_cmp(&b.cutoff)
+            .then(mean(a).total_cmp(&mean(b)))
+    });
+    let mut out: Vec<&Point> = Vec::new();
+    for p in by_rate {
+        if out.last().is_none_or(|last| mean(p) < mean(last)) {
+            out.push(p);
+        }
+    }
+    out
+}
+
 impl Curve {
     pub fn new(name: impl Into<String>, mut points: Vec<Point>) -> Curve {
-        points.sort_by(|a, b| a.setting.total_cmp(&b.setting));
+        points.sort_by(|a, b| {
+            a.delay_ms
+                .cmp(&b.delay_ms)
+                .then(a.setting.total_cmp(&b.setting))
+        });
         Curve {
             name: name.into(),
             cutoff_at_300ms: cutoff_at_budget(&points, 300.0),
@@ -295,6 +326,7 @@ mod tests {
     fn curve() -> Vec<Point> {
         let point = |setting: f64, cut: usize, mean: f64| Point {
             setting,
+            delay_ms: None,
             cutoff: cut as f64 / 20.0,
             latency_mean_ms: Some(mean),
             latency_p50_ms: Some(mean),
@@ -308,6 +340,27 @@ mod tests {
             point(800.0, 1, 810.0),   // 5 %
             point(1000.0, 0, 1020.0), // 0 %
         ]
+    }
+
+    #[test]
+    fn the_front_keeps_only_points_that_no_other_beats_on_both_figures() {
+        let c = curve();
+        let one: Vec<f64> = front(&c).iter().map(|p| p.setting).collect();
+        // 600 ms cuts off as often as 500 ms and waits longer, so it is not on the front.
+        assert_eq!(one, vec![1000.0, 800.0, 500.0, 400.0, 300.0, 200.0]);
+        // A second knob's point that beats 800 ms on both replaces it.
+        let mut two = c.clone();
+        two.push(Point {
+            delay_ms: Some(700),
+            latency_mean_ms: Some(700.0),
+            ..c[5].clone()
+        });
+        let both: Vec<(f64, Option<u32>)> = front(&two)
+            .iter()
+            .map(|p| (p.setting, p.delay_ms))
+            .collect();
+        assert_eq!(both[1], (800.0, Some(700)));
+        assert_eq!(both.len(), 6);
     }
 
     #[test]

@@ -130,6 +130,7 @@ pub fn sweep(
         }
         per_setting.push(SettingTurns {
             setting: base_ms,
+            delay_ms: None,
             missed: commits.iter().filter(|c| c.commit_ms.is_none()).count(),
             commits,
         });

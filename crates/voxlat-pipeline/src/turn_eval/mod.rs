@@ -19,11 +19,13 @@ use voxlat_core::cutoff::{self, Curve, Point, Verdict};
 use voxlat_core::stats::Summary;
 use voxlat_vad::{EndpointerConfig, SharedScorer, VadError};
 
-/// A policy and the settings of its knob to run.
+/// A policy and the settings of its knob to run, each at every one of its second knob's
+/// (`delays_ms`, empty for a policy with one knob).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PolicySweep {
     pub policy: EvalPolicy,
     pub settings: Vec<f64>,
+    pub delays_ms: Vec<u32>,
 }
 
 impl PolicySweep {
@@ -31,6 +33,7 @@ impl PolicySweep {
         PolicySweep {
             policy,
             settings: policy.default_settings(),
+            delays_ms: policy.default_delays_ms(),
         }
     }
 }
@@ -51,6 +54,9 @@ pub struct TurnCommit {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SettingTurns {
     pub setting: f64,
+    /// The second knob's value, as [`voxlat_core::cutoff::Point::delay_ms`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u32>,
     /// Turns with no commit at all (left out of the point's rates).
     pub missed: usize,
     pub commits: Vec<TurnCommit>,
@@ -211,10 +217,19 @@ pub fn evaluate(
         let mut settings = sweep.settings.clone();
         settings.sort_by(f64::total_cmp);
         settings.dedup();
-        for setting in settings {
+        let mut delays: Vec<Option<u32>> = sweep.delays_ms.iter().copied().map(Some).collect();
+        delays.sort();
+        delays.dedup();
+        if delays.is_empty() {
+            delays.push(None);
+        }
+        let grid = delays
+            .iter()
+            .flat_map(|&d| settings.iter().map(move |&s| (d, s)));
+        for (delay_ms, setting) in grid {
             let cfg = sweep
                 .policy
-                .endpointer(base, setting)
+                .endpointer(base, setting, delay_ms)
                 .map_err(VadError::Config)?;
             let trail = sweep.policy.longest_hold_ms(setting) + 1000;
             let mut commits = Vec::with_capacity(judged.len());
@@ -244,10 +259,11 @@ pub fn evaluate(
                 });
             }
             if let Some(p) = Point::of(setting, &verdicts) {
-                points.push(p);
+                points.push(Point { delay_ms, ..p });
             }
             per_setting.push(SettingTurns {
                 setting,
+                delay_ms,
                 missed: commits.iter().filter(|c| c.commit_ms.is_none()).count(),
                 commits,
             });

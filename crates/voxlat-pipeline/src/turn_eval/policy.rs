@@ -11,6 +11,10 @@ pub const SMART_TURN_VAD_STOP_MS: u32 = 200;
 /// Pipecat's silence fallback: an "incomplete" turn is committed anyway after this much
 /// silence (`SmartTurnParams.stop_secs`, 3 s by default).
 pub const SMART_TURN_FALLBACK_MS: u32 = 3000;
+/// The silences before Smart Turn's score that the sweep tries besides Pipecat's 200 ms.
+/// eot-bench sweeps this action delay with the threshold (its 5 % point: 0.09 at 0.7 s); a
+/// threshold alone leaves Smart Turn the 3 s fallback at every end it scores unsure.
+pub const SMART_TURN_DELAYS_MS: [u32; 7] = [200, 300, 400, 500, 700, 1000, 1500];
 
 /// A rule for ending a turn, as `eval-turns` runs it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -19,8 +23,9 @@ pub enum EvalPolicy {
     /// The plain silence hangover after webrtc-vad's last voiced frame; the knob is the
     /// hangover (ms).
     Webrtc,
-    /// Smart Turn v3.2 as Pipecat uses it: scored once each time the VAD stops
-    /// ([`SMART_TURN_VAD_STOP_MS`]), committed when P(complete) reaches the knob, else held
+    /// Smart Turn v3.2 as Pipecat uses it: scored once each time the VAD has heard the
+    /// action delay of silence ([`SMART_TURN_VAD_STOP_MS`] in Pipecat, swept over
+    /// [`SMART_TURN_DELAYS_MS`] here), committed when P(complete) reaches the knob, else held
     /// until the speaker goes on (then scored again at the next stop) or
     /// [`SMART_TURN_FALLBACK_MS`] of silence.
     SmartTurn,
@@ -116,6 +121,15 @@ impl EvalPolicy {
         }
     }
 
+    /// The second knob's default settings (Smart Turn's action delay, ms); empty for a
+    /// policy with one knob.
+    pub fn default_delays_ms(self) -> Vec<u32> {
+        match self {
+            EvalPolicy::SmartTurn => SMART_TURN_DELAYS_MS.to_vec(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Whether `setting` is one this policy can run, and if not why.
     pub fn check(self, base: &EndpointerConfig, setting: f64) -> Result<(), String> {
         if self.cue_set().is_some() {
@@ -129,15 +143,17 @@ impl EvalPolicy {
                 ))
             };
         }
-        self.endpointer(base, setting).map(|_| ())
+        self.endpointer(base, setting, None).map(|_| ())
     }
 
-    /// The endpointer that runs this policy at `setting`, on top of `base` (its VAD); the
-    /// error says why a setting is out of range, or that the policy is not the endpointer's.
+    /// The endpointer that runs this policy at `setting` (and Smart Turn's at `delay_ms` of
+    /// silence, Pipecat's 200 ms when `None`), on top of `base` (its VAD); the error says why
+    /// a setting is out of range, or that the policy is not the endpointer's.
     pub fn endpointer(
         self,
         base: &EndpointerConfig,
         setting: f64,
+        delay_ms: Option<u32>,
     ) -> Result<EndpointerConfig, String> {
         let cfg = match self {
             EvalPolicy::Webrtc => {
@@ -161,14 +177,21 @@ impl EvalPolicy {
                     ));
                 }
                 let p = setting as f32;
+                let delay = delay_ms.unwrap_or(SMART_TURN_VAD_STOP_MS);
+                if !(1..SMART_TURN_FALLBACK_MS).contains(&delay) {
+                    return Err(format!(
+                        "smart-turn delay {delay} ms: give ms from 1 to {}",
+                        SMART_TURN_FALLBACK_MS - 1
+                    ));
+                }
                 // The hangover is the fallback, so the low threshold never gets a second look
                 // and no score is retaken before the speaker goes on: one score per VAD stop.
                 EndpointerConfig {
                     hangover_ms: SMART_TURN_FALLBACK_MS,
-                    provisional_ms: base.provisional_ms.min(SMART_TURN_VAD_STOP_MS),
-                    tail_ms: base.tail_ms.min(SMART_TURN_VAD_STOP_MS),
+                    provisional_ms: base.provisional_ms.min(delay),
+                    tail_ms: base.tail_ms.min(delay),
                     turn: TurnPolicy {
-                        first_ms: SMART_TURN_VAD_STOP_MS,
+                        first_ms: delay,
                         every_ms: SMART_TURN_FALLBACK_MS,
                         high: p,
                         low: p,
@@ -210,15 +233,32 @@ mod tests {
                 if p.cue_set().is_some() {
                     continue;
                 }
-                let cfg = p.endpointer(&base, s).unwrap();
-                if p.needs_turn_model() {
-                    cfg.turn.validate(cfg.hangover_ms).unwrap();
+                let delays = p.default_delays_ms();
+                let delays: Vec<Option<u32>> = if delays.is_empty() {
+                    vec![None]
+                } else {
+                    delays.into_iter().map(Some).collect()
+                };
+                for d in delays {
+                    let cfg = p.endpointer(&base, s, d).unwrap();
+                    if p.needs_turn_model() {
+                        cfg.turn.validate(cfg.hangover_ms).unwrap();
+                    }
                 }
             }
             assert_eq!(EvalPolicy::from_name(p.name()), Some(p));
         }
-        assert!(EvalPolicy::Webrtc.endpointer(&base, 0.0).is_err());
-        assert!(EvalPolicy::SmartTurn.endpointer(&base, 1.5).is_err());
-        assert!(EvalPolicy::SmartTurn.endpointer(&base, f64::NAN).is_err());
+        assert!(EvalPolicy::Webrtc.endpointer(&base, 0.0, None).is_err());
+        assert!(EvalPolicy::SmartTurn.endpointer(&base, 1.5, None).is_err());
+        assert!(EvalPolicy::SmartTurn
+            .endpointer(&base, f64::NAN, None)
+            .is_err());
+        assert!(EvalPolicy::SmartTurn
+            .endpointer(&base, 0.5, Some(SMART_TURN_FALLBACK_MS))
+            .is_err());
+        let late = EvalPolicy::SmartTurn
+            .endpointer(&base, 0.5, Some(700))
+            .unwrap();
+        assert_eq!((late.turn.first_ms, late.hangover_ms), (700, 3000));
     }
 }
