@@ -31,7 +31,7 @@ import urllib.request
 from collections import OrderedDict
 
 TUNING_SCENARIO = "turns-allison"
-# The `cues` rule as crates/voxlat-pipeline/src/turn_eval/cues.rs has it.
+# The `cues` rule as crates/voxlat-pipeline/src/cues.rs has it.
 TAIL_FACTOR = {"question": 0.5, "open": 3.0}
 SPEAKER_MIN_PAUSES = 3
 SPEAKER_QUANTILE = 0.9

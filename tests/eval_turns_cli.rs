@@ -152,3 +152,36 @@ fn the_bundled_corpus_loads_whole_and_a_long_hangover_cuts_no_turn_off() {
     assert_eq!(points[1]["cutoff"], 0.0, "{out}");
     assert!(points[0]["cutoff"].as_f64().unwrap() > 0.5, "{out}");
 }
+
+/// `scripts/turn-cue-bound.py` bounds what any wait rule on `cues`' inputs can do, from the
+/// stops eval-turns records. Its replay of those stops is a second implementation of the
+/// commit rule, in Python: it must give `cues`' own cut-off rates and latencies at every
+/// setting, or the script stops with an error.
+#[test]
+fn the_bound_script_replays_the_cues_rows_as_eval_turns_scores_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("eval.json");
+    let o = common::voxlat()
+        .arg("eval-turns")
+        .arg(pauses())
+        .args(["--policy", "cues", "--waits", "200,400,600,1000", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let out = common::output_text(&o);
+    assert!(o.status.success(), "{out}");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/turn-cue-bound.py");
+    let o = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(&json)
+        .args(["--seeds", "2"])
+        .output()
+        .unwrap();
+    let printed = common::output_text(&o);
+    assert!(o.status.success(), "{printed}");
+    assert!(
+        printed.contains("the same cut-off rate at all 4 settings, mean latency within 0.0 ms"),
+        "{printed}"
+    );
+    assert!(printed.contains("best wait table"), "{printed}");
+}

@@ -195,6 +195,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         speculative_asr: endpointer.provisional_ms > 0,
         speculative_reply: args.reply.speculative_reply(),
         whole_turn_asr: args.reply.whole_turn_asr,
+        turn_cues: args.turn.cues(),
         first_chunk_max_chars: args.reply.first_chunk_max_chars(),
         history_cap: usize::from(args.reply.history),
         fast: false,
@@ -208,6 +209,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         save_replies: args.session.save_replies.clone(),
         ..defaults
     };
+    anyhow::ensure!(
+        !cfg.turn_cues || cfg.speculative_asr,
+        "--turn-model cues reads the speculative transcript at each provisional end: give --provisional above 0, or choose another --turn-model"
+    );
     args.session.ensure_writable()?;
     let spec = StackSpec {
         remote: &args.remote,
@@ -223,6 +228,13 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let stack = Stack::start(spec, &mut cfg)?;
     let pipeline = stack.pipeline(&cfg, 1)?;
     listener.turn_model = stack.turn_model.clone();
+    // One speaker for the whole session: the `cues` rule learns their pauses as they talk.
+    let cues = cfg.turn_cues.then(|| voxlat_pipeline::cues::CueRule {
+        base_ms: f64::from(cfg.endpointer.hangover_ms),
+        hold: voxlat_vad::StopHold::default(),
+        speaker: voxlat_pipeline::cues::SpeakerPauses::default(),
+    });
+    listener.stop_hold = cues.as_ref().map(|c| c.hold.clone());
 
     let (monotonic_minus_process_ns, error_ns) = voxlat_audio::clockmap::monotonic_offset();
     let mut stages = stack.stages.clone();
@@ -291,6 +303,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     let mut session = Session::new(&pipeline, &speaker, mic_rx, opts, TurnMeta::live)
         .with_progress(print_progress);
+    if let Some(rule) = cues {
+        session = session.with_cues(rule);
+    }
     let max_turns = args.max_turns;
     let mut log_turn = |rec: TurnRecord| -> Result<()> {
         println!("{}", turn_line(&rec));

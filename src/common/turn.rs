@@ -12,11 +12,13 @@ pub const TURN_FILE: &str = "smart-turn-v3.2-cpu.onnx";
 
 #[derive(Args, Debug, Clone)]
 pub struct TurnArgs {
-    /// End-of-turn rule: off (the plain silence hangover) or smart-turn (Smart Turn v3.2
+    /// End-of-turn rule: off (the plain silence hangover); smart-turn (Smart Turn v3.2
     /// scores the turn after a short silence: a confident "done" ends it early, an unsure one
-    /// holds past the hangover). Off by default: on the bundled real speech it also calls
-    /// pauses at sentence boundaries "done" (`voxlat replay --sweep-turn-high`, README).
-    #[arg(long, value_name = "MODEL", default_value = "off", value_parser = ["smart-turn", "off"])]
+    /// holds past the hangover); or cues (the hangover scaled by the speculative transcript's
+    /// tail: half after a question, three times after "and", "the", a comma; never less than
+    /// the speaker's own pauses so far; `voxlat eval-turns` measures it). Off by default:
+    /// neither rule beats the plain hangover on voices it was not tuned on (README).
+    #[arg(long, value_name = "RULE", default_value = "off", value_parser = ["smart-turn", "cues", "off"])]
     pub turn_model: String,
     /// Silence (ms) before the first score. [default: 200]
     #[arg(long, value_name = "MS")]
@@ -36,8 +38,14 @@ pub struct TurnArgs {
 }
 
 impl TurnArgs {
+    /// Smart Turn decides: its model is loaded.
     pub fn enabled(&self) -> bool {
         self.turn_model == "smart-turn"
+    }
+
+    /// The `cues` rule decides, on the hangover as its base wait.
+    pub fn cues(&self) -> bool {
+        self.turn_model == "cues"
     }
 
     /// The flags given, over `policy`; names the flag when the result is inconsistent.

@@ -21,6 +21,11 @@ pub struct PipelineConfig {
     /// context across the pause (a few points of WER on fast, disfluent speech).
     #[serde(default)]
     pub whole_turn_asr: bool,
+    /// End turns by the `cues` rule (`crate::cues`): each stop waits `endpointer.hangover_ms`
+    /// scaled by the speculative transcript's tail, never less than the speaker's own pauses
+    /// so far. Needs `speculative_asr` for the tail; without it every tail counts as bare.
+    #[serde(default)]
+    pub turn_cues: bool,
     /// The first chunk is cut at a word before this many characters when no clause or
     /// sentence boundary came sooner (the chunker's `first_chunk_max_chars`).
     #[serde(default = "default_first_chunk_max_chars")]
@@ -73,6 +78,7 @@ impl Default for PipelineConfig {
             speculative_asr: true,
             speculative_reply: false,
             whole_turn_asr: false,
+            turn_cues: false,
             first_chunk_max_chars: default_first_chunk_max_chars(),
             fast: false,
             lead_silence_ms: 300,

@@ -12,6 +12,7 @@
 pub mod aggregate;
 pub mod asr_prefix;
 pub mod config;
+pub mod cues;
 pub mod discover;
 pub mod error;
 pub mod fake;

@@ -1,6 +1,7 @@
 //! One recorded utterance through a session: the scenario source, the real stages, replay's
 //! virtual sink.
 
+use crate::cues::{CueRule, SpeakerPauses};
 use crate::output::{Output, RealTimeSink, VirtualSink};
 use crate::record::{TurnOutcome, TurnRecord};
 use crate::respond::Pipeline;
@@ -9,6 +10,7 @@ use crate::session::{Session, SessionOptions, SourceClock, TurnMeta};
 use crate::source::spawn_scenario_source;
 use voxlat_core::RequestId;
 use voxlat_llm::Message;
+use voxlat_vad::StopHold;
 
 impl Pipeline {
     /// Replays one utterance and returns its records: one, or, when a commit came inside
@@ -20,6 +22,22 @@ impl Pipeline {
         &self,
         turn: &LoadedTurn,
         history: &mut Vec<Message>,
+        repeat: u32,
+        warmup: bool,
+        system_prompt: Option<&str>,
+    ) -> Vec<TurnRecord> {
+        let speaker = SpeakerPauses::default();
+        self.replay_turn_of(turn, history, &speaker, repeat, warmup, system_prompt)
+            .await
+    }
+
+    /// [`Pipeline::replay_turn`] for one of `speaker`'s utterances: the `cues` rule
+    /// (`turn_cues`) counts the pauses they made in the utterances before it.
+    pub async fn replay_turn_of(
+        &self,
+        turn: &LoadedTurn,
+        history: &mut Vec<Message>,
+        speaker: &SpeakerPauses,
         repeat: u32,
         warmup: bool,
         system_prompt: Option<&str>,
@@ -47,8 +65,14 @@ impl Pipeline {
                 &turn.spec.transcript,
             )
         };
+        let cues = self.cfg.turn_cues.then(|| CueRule {
+            base_ms: f64::from(self.cfg.endpointer.hangover_ms),
+            hold: StopHold::default(),
+            speaker: speaker.clone(),
+        });
+        let hold = cues.as_ref().map(|c| c.hold.clone());
         let (events, source) =
-            match spawn_scenario_source(turn, &self.cfg, self.turn_model().cloned()) {
+            match spawn_scenario_source(turn, &self.cfg, self.turn_model().cloned(), hold) {
                 Ok(s) => s,
                 Err(e) => return vec![failed(&e)],
             };
@@ -72,6 +96,9 @@ impl Pipeline {
         };
         let mut session = Session::new(self, sink, events, opts, move |_| meta.clone())
             .with_history(std::mem::take(history));
+        if let Some(rule) = cues {
+            session = session.with_cues(rule);
+        }
         let mut recs = Vec::new();
         loop {
             match session.next_turn().await {

@@ -10,21 +10,28 @@ use crate::session::SourceEvent;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use voxlat_core::{clock, Nanos};
-use voxlat_vad::{Endpointer, EndpointerConfig, SharedScorer, VadError, VadEvent, WebRtcDetector};
+use voxlat_vad::{
+    Endpointer, EndpointerConfig, SharedScorer, StopHold, VadError, VadEvent, WebRtcDetector,
+};
 
 const FRAME: usize = 320;
 
-/// The product's endpointer: webrtc-vad frames, and the turn model when there is one.
+/// The product's endpointer: webrtc-vad frames, and the turn model or the stop hold (the
+/// `cues` rule's waits) when there is one.
 pub fn endpointer(
     cfg: &EndpointerConfig,
     turn_model: Option<SharedScorer>,
+    hold: Option<StopHold>,
 ) -> Result<Endpointer<WebRtcDetector>, VadError> {
-    let ep = WebRtcDetector::new(cfg.mode, cfg.frame_ms)
+    let mut ep = WebRtcDetector::new(cfg.mode, cfg.frame_ms)
         .and_then(|d| Endpointer::new(cfg.clone(), d))?;
-    match turn_model {
-        Some(m) => ep.with_turn_model(m),
-        None => Ok(ep),
+    if let Some(m) = turn_model {
+        ep = ep.with_turn_model(m)?;
     }
+    if let Some(h) = hold {
+        ep = ep.with_stop_hold(h)?;
+    }
+    Ok(ep)
 }
 
 /// Starts feeding `turn`. The thread stops after an endpoint at or past the turn's speech
@@ -36,11 +43,17 @@ pub fn spawn_scenario_source(
     turn: &LoadedTurn,
     cfg: &PipelineConfig,
     turn_model: Option<SharedScorer>,
+    hold: Option<StopHold>,
 ) -> Result<(mpsc::Receiver<SourceEvent>, std::thread::JoinHandle<()>), TurnError> {
     let (tx, rx) = mpsc::channel::<SourceEvent>(64);
     let rate = voxlat_audio::PIPELINE_RATE as usize;
     let lead = rate * cfg.lead_silence_ms as usize / 1000;
-    let trail = rate * (cfg.endpointer.hangover_ms as usize + 1000) / 1000;
+    // Enough silence after the speech for the longest wait the endpointer can be held to.
+    let longest_ms = match hold {
+        Some(_) => (cfg.endpointer.hangover_ms as usize).max(crate::cues::MAX_WAIT_MS as usize),
+        None => cfg.endpointer.hangover_ms as usize,
+    };
+    let trail = rate * (longest_ms + 1000) / 1000;
     let mut samples = vec![0.0f32; lead];
     samples.extend_from_slice(&turn.audio.samples);
     samples.extend(std::iter::repeat_n(0.0, trail));
@@ -59,7 +72,7 @@ pub fn spawn_scenario_source(
         .name("source+vad".into())
         .spawn(move || {
             let send = |ev: SourceEvent| tx.blocking_send(ev).is_ok();
-            let mut ep = match endpointer(&ep_cfg, turn_model) {
+            let mut ep = match endpointer(&ep_cfg, turn_model, hold) {
                 Ok(ep) => ep,
                 Err(e) => {
                     send(SourceEvent::Failed(e.into()));

@@ -39,7 +39,13 @@ pub struct AsrRequest {
     /// A speculative transcription's: told the decode's time even when nobody awaits the
     /// result any more.
     pub meter: Option<Meter>,
+    /// Told the words as soon as they are decoded, on the worker's thread (the `cues` rule
+    /// reads the transcript's tail to set the stop's wait).
+    pub on_text: Option<OnText>,
 }
+
+/// What a transcription's words are handed to, once decoded.
+pub type OnText = Box<dyn FnOnce(&str) + Send>;
 
 struct AsrJob {
     req: AsrRequest,
@@ -100,7 +106,7 @@ impl AsrWorker {
                         return;
                     }
                 };
-                for job in rx {
+                for mut job in rx {
                     // A speculative transcription nobody wants any more (a newer provisional
                     // end replaced it) would only take the cores from the one that is wanted.
                     if job.abandoned() {
@@ -136,6 +142,9 @@ impl AsrWorker {
                     };
                     if let (Some(k), Ok(t)) = (keep, &transcript) {
                         k.fill(t);
+                    }
+                    if let (Some(tell), Ok(t)) = (job.req.on_text.take(), &transcript) {
+                        tell(&t.text);
                     }
                     let finished = clock::now();
                     if let Some(m) = &job.req.meter {
@@ -175,6 +184,7 @@ impl AsrWorker {
             after: None,
             keep: None,
             meter: None,
+            on_text: None,
         })
     }
 
@@ -462,6 +472,7 @@ mod tests {
                 after: Some(before),
                 keep: None,
                 meter: None,
+                on_text: None,
             });
             rx.blocking_recv()
                 .expect("an answer")
@@ -510,6 +521,7 @@ mod tests {
             after: Some(second),
             keep: None,
             meter: None,
+            on_text: None,
         });
         let t = rx
             .blocking_recv()

@@ -493,6 +493,35 @@ fn a_recorded_utterance_replays_through_the_real_endpointer() {
     assert_eq!(history.len(), 2, "the exchange is kept for a conversation");
 }
 
+/// `--turn-model cues` through the real endpointer, in audio time: the stop waits the base
+/// (the 600 ms hangover) until the speculative transcript is known, then the base scaled by
+/// its tail. A scripted transcript that ends open ("and") holds three times as long; a
+/// question half as long.
+#[test]
+fn the_cues_rule_waits_by_how_the_speculative_transcript_ends() {
+    let endpointing_ms = |said: &'static str| {
+        let (turn, f) = digit_five();
+        let f = Fakes {
+            asr: FakeAsr::new(&[said], 20 * MS),
+            ..f
+        };
+        let p = f.pipeline(PipelineConfig {
+            fast: true,
+            turn_cues: true,
+            ..PipelineConfig::default()
+        });
+        let rec = one(rt().block_on(p.replay_turn(&turn, &mut Vec::new(), 0, false, None)));
+        assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
+        let b = rec.breakdown.as_ref().unwrap();
+        let e = b.segments.iter().find(|s| s.name == "endpointing").unwrap();
+        e.ns as f64 / 1e6
+    };
+    let open = endpointing_ms("Five, and");
+    assert!((1780.0..=1880.0).contains(&open), "{open}");
+    let asked = endpointing_ms("Five?");
+    assert!((280.0..=380.0).contains(&asked), "{asked}");
+}
+
 /// Unpaced, the speech is fed at once but the pause after it in real time: the speculative
 /// reply (ASR 20 ms, TTFT 30 ms, TTS 10 ms here) has the pause it has live and is ready at the
 /// commit. Fed unpaced too, the pause passed in microseconds and every reply started at the

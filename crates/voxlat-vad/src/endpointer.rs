@@ -30,6 +30,7 @@
 
 use crate::detector::VoiceDetector;
 use crate::energy::EnergyTrack;
+use crate::stop_hold::StopHold;
 use crate::turn::policy::LastScore;
 use crate::turn::{Decision, SharedScorer, TurnPolicy};
 use crate::{VadError, RATE};
@@ -201,6 +202,8 @@ pub struct Endpointer<D: VoiceDetector> {
     /// Speech-band energy, for refining `speech_end`.
     energy: EnergyTrack,
     scorer: Option<SharedScorer>,
+    /// A wait for the standing stop set from outside, in place of the hangover.
+    hold: Option<StopHold>,
     /// Samples of digital silence in a row, up to the current frame.
     zeros: usize,
     /// Since when, between turns, nothing has been speech: the room, for the noise floor.
@@ -223,6 +226,7 @@ impl<D: VoiceDetector> Endpointer<D> {
             cfg,
             detector,
             scorer: None,
+            hold: None,
             zeros: 0,
         })
     }
@@ -233,7 +237,25 @@ impl<D: VoiceDetector> Endpointer<D> {
             .turn
             .validate(self.cfg.hangover_ms)
             .map_err(VadError::Config)?;
+        if self.hold.is_some() {
+            return Err(VadError::Config(
+                "a turn model and a stop hold would both decide the end; attach one".into(),
+            ));
+        }
         self.scorer = Some(scorer);
+        Ok(self)
+    }
+
+    /// Ends each stop after the silence set in `hold` for it (while none is set, the
+    /// hangover). What sets it (the session, from the speculative transcript) runs on
+    /// another thread.
+    pub fn with_stop_hold(mut self, hold: StopHold) -> Result<Endpointer<D>, VadError> {
+        if self.scorer.is_some() {
+            return Err(VadError::Config(
+                "a turn model and a stop hold would both decide the end; attach one".into(),
+            ));
+        }
+        self.hold = Some(hold);
         Ok(self)
     }
 
@@ -422,7 +444,10 @@ impl<D: VoiceDetector> Endpointer<D> {
                 // The hangover runs from the refined end of speech, not from the VAD's last
                 // voiced frame: the 50–300 ms the VAD keeps calling breath and thumps voiced
                 // are silence the user already waited through.
-                let hangover_ns = u64::from(self.cfg.hangover_ms) * 1_000_000;
+                let hangover_ms = (*provisional)
+                    .and_then(|p| self.hold.as_ref().and_then(|h| h.get(p.at)))
+                    .unwrap_or(self.cfg.hangover_ms);
+                let hangover_ns = u64::from(hangover_ms) * 1_000_000;
                 let samples = EndpointerConfig::samples;
                 let mut commit = None;
                 if let Some(scorer) = &self.scorer {
@@ -454,7 +479,7 @@ impl<D: VoiceDetector> Endpointer<D> {
                             }
                         }
                     }
-                } else if silence_now >= samples(self.cfg.hangover_ms)
+                } else if silence_now >= samples(hangover_ms)
                     || (silence_now > 0 && quiet_ns >= hangover_ns)
                 {
                     commit = Some((end, None));
@@ -924,6 +949,49 @@ mod tests {
             (200 + 600 + pause_ms + 600 + tail) * 16,
             "both parts in one turn"
         );
+    }
+
+    /// 600 ms of speech then silence, with the stop's wait set as a session would set it on
+    /// hearing the provisional end (for another stop's time when `stale`): how long after the
+    /// end of speech the endpoint came, ms.
+    fn held_for(hold_ms: Option<u32>, stale: bool) -> u64 {
+        let hold = StopHold::default();
+        let mut ep = Endpointer::new(EndpointerConfig::default(), Scripted)
+            .unwrap()
+            .with_stop_hold(hold.clone())
+            .unwrap();
+        let samples = samples_of(&[(false, 200), (true, 600), (false, 2000)]);
+        for (k, frame) in samples.chunks(320).enumerate() {
+            let t_end = Nanos((((k + 1) * 320 - 1) as u64 * 1_000_000_000) / 16_000);
+            for ev in ep.push(frame, t_end).unwrap() {
+                match ev {
+                    VadEvent::Provisional { at, .. } => {
+                        if let Some(ms) = hold_ms {
+                            hold.set(if stale { Nanos(at.0 + 1) } else { at }, ms);
+                        }
+                    }
+                    VadEvent::Endpoint { speech_end, at, .. } => return (at.0 - speech_end.0) / MS,
+                    _ => {}
+                }
+            }
+        }
+        panic!("no endpoint");
+    }
+
+    #[test]
+    fn a_stop_ends_after_the_wait_set_for_it_and_not_after_one_set_for_another() {
+        assert!((600..=620).contains(&held_for(None, false)), "the hangover");
+        assert!((1200..=1220).contains(&held_for(Some(1200), false)));
+        assert!((250..=270).contains(&held_for(Some(250), false)));
+        assert!((600..=620).contains(&held_for(Some(1200), true)), "stale");
+        let both = Endpointer::new(EndpointerConfig::default(), Scripted)
+            .unwrap()
+            .with_stop_hold(StopHold::default())
+            .unwrap()
+            .with_turn_model(std::sync::Arc::new(std::sync::Mutex::new(
+                crate::turn::ScriptedScorer(|_: &[f32]| 0.5),
+            )));
+        assert!(both.is_err());
     }
 
     #[test]

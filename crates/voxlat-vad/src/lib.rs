@@ -11,10 +11,12 @@ pub mod endpointer;
 pub mod energy;
 #[cfg(feature = "silero")]
 pub mod silero;
+pub mod stop_hold;
 pub mod turn;
 
 pub use detector::{VoiceDetector, WebRtcDetector};
 pub use endpointer::{Endpointer, EndpointerConfig, VadEvent};
+pub use stop_hold::StopHold;
 pub use turn::{SharedScorer, TurnPolicy, TurnScore, TurnScorer};
 
 /// The rate every detector here works at.

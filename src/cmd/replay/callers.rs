@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use voxlat_llm::Message;
+use voxlat_pipeline::cues::SpeakerPauses;
 use voxlat_pipeline::results::ResultsWriter;
 use voxlat_pipeline::{LoadedTurn, Pipeline, Scenario, TurnRecord};
 use voxlat_telemetry::TurnTelemetry;
@@ -82,6 +83,8 @@ async fn caller(
     tx: tokio::sync::mpsc::UnboundedSender<(u32, Vec<TurnRecord>)>,
 ) {
     let mut histories: HashMap<(usize, u32, bool), Vec<Message>> = HashMap::new();
+    // A scenario is one speaker: the `cues` rule learns their pauses over its utterances.
+    let mut speakers: HashMap<(usize, u32, bool), SpeakerPauses> = HashMap::new();
     for &(si, ti, repeat, warmup) in plan {
         let (scenario, turns) = &scenarios[si];
         let mut scratch = Vec::<Message>::new();
@@ -90,10 +93,12 @@ async fn caller(
         } else {
             &mut scratch
         };
+        let speaker = speakers.entry((si, repeat, warmup)).or_default();
         let recs = pipeline
-            .replay_turn(
+            .replay_turn_of(
                 &turns[ti],
                 history,
+                speaker,
                 repeat,
                 warmup,
                 scenario.system_prompt.as_deref(),

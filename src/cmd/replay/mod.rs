@@ -161,6 +161,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         speculative_asr: args.provisional > 0,
         speculative_reply: args.reply.speculative_reply(),
         whole_turn_asr: args.reply.whole_turn_asr,
+        turn_cues: args.turn.cues(),
         first_chunk_max_chars: args.reply.first_chunk_max_chars(),
         history_cap: usize::from(args.reply.history),
         fast: args.fast,
@@ -168,6 +169,10 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         save_replies: args.session.save_replies.clone(),
         ..PipelineConfig::default()
     };
+    anyhow::ensure!(
+        !cfg.turn_cues || cfg.speculative_asr,
+        "--turn-model cues reads the speculative transcript at each provisional end: give --provisional above 0, or choose another --turn-model"
+    );
     let callers = args.sessions.iter().copied().max().unwrap_or(1) as usize;
     let spec = StackSpec {
         remote: &args.remote,

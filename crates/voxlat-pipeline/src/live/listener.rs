@@ -30,6 +30,9 @@ pub struct ListenerConfig {
     /// Ends turns with `endpointer.turn` and this model instead of the plain hangover.
     #[serde(skip)]
     pub turn_model: Option<voxlat_vad::SharedScorer>,
+    /// Ends each stop after the wait the session sets here (`--turn-model cues`).
+    #[serde(skip)]
+    pub stop_hold: Option<voxlat_vad::StopHold>,
     pub barge_in: bool,
     /// Microphone level over reply level that counts as the user speaking.
     pub barge_in_ratio: f32,
@@ -45,6 +48,7 @@ impl std::fmt::Debug for ListenerConfig {
         f.debug_struct("ListenerConfig")
             .field("endpointer", &self.endpointer)
             .field("turn_model", &self.turn_model.is_some())
+            .field("stop_hold", &self.stop_hold.is_some())
             .field("barge_in", &self.barge_in)
             .field("barge_in_ratio", &self.barge_in_ratio)
             .field("barge_in_floor_db", &self.barge_in_floor_db)
@@ -58,6 +62,7 @@ impl Default for ListenerConfig {
         ListenerConfig {
             endpointer: EndpointerConfig::default(),
             turn_model: None,
+            stop_hold: None,
             barge_in: true,
             barge_in_ratio: 2.0,
             barge_in_floor_db: -45.0,
@@ -79,7 +84,11 @@ pub fn spawn_listener(
         .name("mic+vad".into())
         .spawn(move || {
             let send = |h: SourceEvent| tx.blocking_send(h).is_ok();
-            let ep = crate::source::endpointer(&cfg.endpointer, cfg.turn_model.clone());
+            let ep = crate::source::endpointer(
+                &cfg.endpointer,
+                cfg.turn_model.clone(),
+                cfg.stop_hold.clone(),
+            );
             let mut ep = match ep {
                 Ok(e) => e,
                 Err(e) => {

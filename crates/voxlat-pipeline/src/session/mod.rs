@@ -118,6 +118,9 @@ struct Listening {
     /// Its words decided it: a held reply answers the whole message as soon as the paused
     /// one has given way.
     hold_when_idle: bool,
+    /// The standing provisional end: when it came and where it put the end of speech (source
+    /// clock), to time the pause when the speaker goes on.
+    stop: Option<(Nanos, Nanos)>,
 }
 
 pub struct Session<'p> {
@@ -156,6 +159,8 @@ pub struct Session<'p> {
     /// The shortened history being evaluated ahead of the next turn, and the last one done.
     warming: Option<Warming<'p>>,
     warmed: Option<crate::record::Warmed>,
+    /// Ends turns by the `cues` rule, on the source's endpointer.
+    cues: Option<crate::cues::CueRule>,
 }
 
 impl<'p> Session<'p> {
@@ -191,7 +196,15 @@ impl<'p> Session<'p> {
             asked_with: None,
             warming: None,
             warmed: None,
+            cues: None,
         }
+    }
+
+    /// Sets each stop's wait by the `cues` rule, on the endpointer that `rule.hold` is
+    /// attached to (the source's).
+    pub fn with_cues(mut self, rule: crate::cues::CueRule) -> Self {
+        self.cues = Some(rule);
+        self
     }
 
     /// Shown the transcript and the streamed reply of each turn as they happen.

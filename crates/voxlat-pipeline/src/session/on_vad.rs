@@ -25,9 +25,17 @@ impl Session<'_> {
                 self.user_went_on(at);
             }
             VadEvent::Provisional {
-                audio, speech_end, ..
+                audio,
+                speech_end,
+                at,
             } => {
                 self.stop_warming();
+                self.listening.stop = Some((at, speech_end));
+                // The stop waits the base (or the speaker's floor) until its words are known.
+                let on_text = self
+                    .cues
+                    .as_ref()
+                    .map(|rule| Box::new(rule.at_stop(at)) as crate::workers::OnText);
                 if self.pipeline.cfg.speculative_asr {
                     let (m, spent) = meter();
                     // Unless every decode is of the whole turn, this one's words are kept
@@ -39,6 +47,7 @@ impl Session<'_> {
                         audio,
                         keep: decoded.clone(),
                         meter: Some(m),
+                        on_text,
                     });
                     self.listening.decoded = decoded;
                     if self.pipeline.cfg.speculative_reply
@@ -56,8 +65,16 @@ impl Session<'_> {
                     }
                 }
             }
-            VadEvent::Retracted { at, .. } => {
+            VadEvent::Retracted { at, provisional_at } => {
                 self.listening.retractions += 1;
+                if let (Some(rule), Some((stop_at, quiet_from))) =
+                    (&self.cues, self.listening.stop.take())
+                {
+                    if stop_at == provisional_at {
+                        rule.speaker
+                            .heard(clock::ns_to_ms(at.0.saturating_sub(quiet_from.0) as i64));
+                    }
+                }
                 self.listening.decides_early = None;
                 self.listening.hold_when_idle = false;
                 let dropped = self.listening.speculative.take();
@@ -157,6 +174,7 @@ impl Session<'_> {
                         audio,
                         keep: None,
                         meter: None,
+                        on_text: None,
                     })
                 });
                 self.endpointed(Endpointed {

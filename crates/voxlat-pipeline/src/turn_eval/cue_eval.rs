@@ -3,9 +3,9 @@
 //! each base wait is replayed over them, speaker by speaker in spoken order, so that the
 //! speaker's pauses so far are what a live session would have seen.
 
-use super::cues::{self, CueSet, StopCues};
 use super::stops::{stops, Stop};
 use super::{verdict_at_ms, EvalPolicy, PolicyEval, SettingTurns, TurnCommit};
+use crate::cues::{self, CueSet, StopCues};
 use crate::scenario::LoadedTurn;
 use serde::{Deserialize, Serialize};
 use voxlat_core::cutoff::{Curve, Point};

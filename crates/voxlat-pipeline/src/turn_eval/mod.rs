@@ -4,7 +4,6 @@
 //! ([`voxlat_core::cutoff`]). Unpaced and deterministic: audio time, no other stage.
 
 pub mod cue_eval;
-pub mod cues;
 pub mod policy;
 pub mod run;
 pub mod stops;

@@ -1,6 +1,6 @@
 //! The end-of-turn policies `eval-turns` compares, each with the one knob it sweeps.
 
-use super::cues::CueSet;
+use crate::cues::CueSet;
 use serde::{Deserialize, Serialize};
 use voxlat_vad::turn::TurnPolicy;
 use voxlat_vad::EndpointerConfig;
@@ -133,13 +133,13 @@ impl EvalPolicy {
     /// Whether `setting` is one this policy can run, and if not why.
     pub fn check(self, base: &EndpointerConfig, setting: f64) -> Result<(), String> {
         if self.cue_set().is_some() {
-            return if setting.is_finite() && (0.0..=super::cues::MAX_WAIT_MS).contains(&setting) {
+            return if setting.is_finite() && (0.0..=crate::cues::MAX_WAIT_MS).contains(&setting) {
                 Ok(())
             } else {
                 Err(format!(
                     "{} base wait {setting} ms: give ms from 0 to {}",
                     self.name(),
-                    super::cues::MAX_WAIT_MS
+                    crate::cues::MAX_WAIT_MS
                 ))
             };
         }

@@ -1,5 +1,6 @@
 //! The `cues` end-of-turn rule: how long to wait at a stop, from what was said so far (the
-//! speculative transcript's tail), Smart Turn's vote and the speaker's own pauses.
+//! speculative transcript's tail), Smart Turn's vote and the speaker's own pauses. `eval-turns`
+//! sweeps it over the corpus; a session runs it with `--turn-model cues` ([`CueRule`]).
 //!
 //! The field's systems wait on the words, not on a better audio classifier alone: Vapi waits
 //! 0.1 s after terminal punctuation, 0.5 s after a number and 1.5 s without punctuation;
@@ -11,6 +12,10 @@
 //! `docs/benchmarks.md`).
 
 use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use voxlat_core::Nanos;
+use voxlat_vad::StopHold;
 
 /// What the transcript so far ends with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -183,6 +188,79 @@ pub fn wait_ms(base_ms: f64, cues: &StopCues, pauses_ms: &[f64], set: CueSet) ->
     wait.min(MAX_WAIT_MS)
 }
 
+/// Pauses shorter than this are not counted as the speaker's: `eval-turns` takes a stop only
+/// after 200 ms of the VAD's silence, so its pause history holds no shorter gap.
+pub const SPEAKER_PAUSE_MIN_MS: f64 = 200.0;
+/// The speaker's most recent pauses kept (a long live session forgets the oldest).
+pub const SPEAKER_PAUSES_KEPT: usize = 200;
+
+/// The pauses a speaker has made so far, in ms, shared by the sessions that hear one speaker
+/// (replay makes one per utterance).
+#[derive(Clone, Debug, Default)]
+pub struct SpeakerPauses(Arc<Mutex<VecDeque<f64>>>);
+
+impl SpeakerPauses {
+    /// The speaker went on after `pause_ms` of silence.
+    pub fn heard(&self, pause_ms: f64) {
+        if !(pause_ms.is_finite() && pause_ms >= SPEAKER_PAUSE_MIN_MS) {
+            return;
+        }
+        let mut p = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if p.len() == SPEAKER_PAUSES_KEPT {
+            p.pop_front();
+        }
+        p.push_back(pause_ms);
+    }
+
+    pub fn so_far(&self) -> Vec<f64> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .copied()
+            .collect()
+    }
+}
+
+/// The `cues` rule as a session runs it: it sets each stop's wait on the endpointer's
+/// [`StopHold`]. At the provisional end the words are not known yet, so the wait is the base
+/// (or the speaker's floor); once the speculative transcription has them, the tail scales it.
+/// A transcript that comes after the wait has passed changes nothing: the turn has ended.
+#[derive(Clone, Debug)]
+pub struct CueRule {
+    /// The wait after a full stop, ms (the hangover's place).
+    pub base_ms: f64,
+    pub hold: StopHold,
+    pub speaker: SpeakerPauses,
+}
+
+impl CueRule {
+    /// A stop came at `provisional_at`: sets its wait before the words are known, and
+    /// returns what sets it once they are (to run on the transcriber's thread).
+    pub fn at_stop(&self, provisional_at: Nanos) -> impl FnOnce(&str) + Send + 'static {
+        let pauses = self.speaker.so_far();
+        let unknown = StopCues {
+            text: String::new(),
+            tail: Tail::Bare,
+            p_complete: None,
+        };
+        let wait = |c: &StopCues, pauses: &[f64], base: f64| {
+            wait_ms(base, c, pauses, CueSet::ALL).round() as u32
+        };
+        self.hold
+            .set(provisional_at, wait(&unknown, &pauses, self.base_ms));
+        let (hold, base) = (self.hold.clone(), self.base_ms);
+        move |text: &str| {
+            let said = StopCues {
+                text: String::new(),
+                tail: tail(text),
+                p_complete: None,
+            };
+            hold.set(provisional_at, wait(&said, &pauses, base));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,6 +285,35 @@ mod tests {
             tail: t,
             p_complete: Some(p),
         }
+    }
+
+    #[test]
+    fn a_session_s_stop_waits_the_base_until_its_words_say_otherwise() {
+        let rule = CueRule {
+            base_ms: 500.0,
+            hold: StopHold::default(),
+            speaker: SpeakerPauses::default(),
+        };
+        let at = Nanos(1_000);
+        let said = rule.at_stop(at);
+        assert_eq!(rule.hold.get(at), Some(500), "before the words");
+        said("Book a table for two, and");
+        assert_eq!(rule.hold.get(at), Some(1500), "an open tail holds on");
+        rule.at_stop(Nanos(2_000))("What's the weather in Paris?");
+        assert_eq!(rule.hold.get(Nanos(2_000)), Some(250), "a question");
+        // Gaps between words are not the speaker's pauses; pauses of 700 ms are.
+        for ms in [60.0, 120.0, 700.0, 700.0, 700.0] {
+            rule.speaker.heard(ms);
+        }
+        assert_eq!(rule.speaker.so_far().len(), 3);
+        let _ = rule.at_stop(Nanos(3_000));
+        assert_eq!(rule.hold.get(Nanos(3_000)), Some(800), "their floor");
+        rule.at_stop(Nanos(4_000))("Is it raining?");
+        assert_eq!(
+            rule.hold.get(Nanos(4_000)),
+            Some(250),
+            "a question skips it"
+        );
     }
 
     #[test]
