@@ -84,7 +84,8 @@ def replay(turns, ends, wait_of, floor_margin=None):
 
 def check_cues(doc, ends, turns):
     """Replays `cues` at each of its settings and compares with eval-turns' own row. Smart
-    Turn's vote has no effect in `cues` (factor 1.0), and a question skips the floor."""
+    Turn's vote does not scale the wait in `cues` (factor 1.0); a question skips the floor
+    unless Smart Turn scores it under 0.5."""
     row = next((p for p in doc["policies"] if p["name"] == "cues"), None)
     if row is None:
         return "no cues row in the JSON; run eval-turns with --policy cues to check the replay"
@@ -93,7 +94,9 @@ def check_cues(doc, ends, turns):
         base = pt["setting"]
 
         def wait_of(s):
-            return base * TAIL_FACTOR[s["tail"]], s["tail"] != "question"
+            unsure = s["p_complete"] is not None and s["p_complete"] < 0.5
+            asked = s["tail"] == "question" and not unsure
+            return base * TAIL_FACTOR[s["tail"]], not asked
 
         cut, n, mean = replay(turns, ends, wait_of, 100.0)
         if abs(cut / n - pt["cutoff"]) > 1e-9:

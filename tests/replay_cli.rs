@@ -330,6 +330,22 @@ fn inconsistent_turn_thresholds_name_the_flags() {
     );
 }
 
+/// The cues rule reads the speculative transcript, which needs a provisional end: without
+/// one the command says which flag to change before any model loads.
+#[test]
+fn the_cues_rule_without_a_provisional_end_names_the_flag() {
+    let o = common::voxlat()
+        .args(["replay", "--turn-model", "cues", "--provisional", "0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("--provisional") && err.contains("--turn-model"),
+        "{err}"
+    );
+}
+
 #[test]
 fn sigint_keeps_every_finished_turn() {
     signal_keeps_every_finished_turn(libc::SIGINT, 130, "SIGINT");
