@@ -188,8 +188,10 @@ pub fn wait_ms(base_ms: f64, cues: &StopCues, pauses_ms: &[f64], set: CueSet) ->
     wait.min(MAX_WAIT_MS)
 }
 
-/// Pauses shorter than this are not counted as the speaker's: `eval-turns` takes a stop only
-/// after 200 ms of the VAD's silence, so its pause history holds no shorter gap.
+/// Pauses shorter than this are not counted as the speaker's. `eval-turns` takes a stop only
+/// after 200 ms of the VAD's own silence, which begins 50–300 ms after the refined end of
+/// speech that a session's pause is timed from; so a session counts some shorter pauses than
+/// `eval-turns` does, and its floor sits lower (docs/benchmarks.md, 2026-12-07).
 pub const SPEAKER_PAUSE_MIN_MS: f64 = 200.0;
 /// The speaker's most recent pauses kept (a long live session forgets the oldest).
 pub const SPEAKER_PAUSES_KEPT: usize = 200;
