@@ -16,6 +16,8 @@ fn write_turns(path: &Path, total_ms: f64) {
         .insert(EventKind::SpeechEnd, Nanos(1_000_000_000));
     turn.events
         .insert(EventKind::PlayoutStart, Nanos(2_000_000_000));
+    turn.events
+        .insert(EventKind::FirstVoice, Nanos(2_000_000_000));
     turn.breakdown = Some(voxlat_core::segments::Breakdown {
         chain: String::new(),
         segments: Vec::new(),

@@ -49,6 +49,7 @@ event_kinds! {
     TtsFirstAudio => "tts_first_audio": "TTS produced the first samples of the first chunk.",
     PlayoutQueued => "playout_queued": "First reply sample written to the output buffer (the device's ring, or the virtual sink).",
     PlayoutStart => "playout_start": "First reply sample leaves the output: the device's own playback timestamp live, the moment it is queued in replay's virtual sink.",
+    FirstVoice => "first_voice": "First voiced reply sample leaves the output: playout_start plus the offset of the voice in the first chunk, whose leading silence TTS trimmed to a few ms.",
     LlmDone => "llm_done": "The LLM stream ended.",
     TtsDone => "tts_done": "TTS finished the last chunk.",
     PlayoutDone => "playout_done": "The last reply sample was played.",

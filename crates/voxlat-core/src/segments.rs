@@ -22,6 +22,7 @@ pub enum Segment {
     TtsFirstAudio,
     Playout,
     Device,
+    LeadIn,
     // One LLM request.
     Headers,
     FirstEvent,
@@ -40,6 +41,7 @@ impl Segment {
             Segment::TtsFirstAudio => "tts_first_audio",
             Segment::Playout => "playout",
             Segment::Device => "device",
+            Segment::LeadIn => "lead_in",
             Segment::Headers => "headers",
             Segment::FirstEvent => "first_event",
             Segment::FirstToken => "first_token",
@@ -85,7 +87,9 @@ pub struct Chain {
 /// `llm_thinking` (first token of any kind → first answer token) is zero for models that do
 /// not reason, so TTFT and the thinking time are both visible for those that do. `device`
 /// (reply queued → its first sample leaves the device: output buffer and device latency) is
-/// zero in replay, whose virtual sink has no buffer.
+/// zero in replay, whose virtual sink has no buffer. `lead_in` (first sample → first voiced
+/// sample) is what is left of the voice's leading silence after TTS trimmed it: the breakdown
+/// ends where the listener hears a voice, not where the output starts.
 pub const VOICE_TO_VOICE: Chain = Chain {
     name: "voice_to_voice",
     start: EventKind::SpeechEnd,
@@ -121,6 +125,10 @@ pub const VOICE_TO_VOICE: Chain = Chain {
         Step {
             name: Segment::Device,
             to: EventKind::PlayoutStart,
+        },
+        Step {
+            name: Segment::LeadIn,
+            to: EventKind::FirstVoice,
         },
     ],
 };
@@ -242,7 +250,7 @@ mod tests {
     #[test]
     fn voice_breakdown_matches_hand_computed_segments() {
         // speech_end, endpoint, asr_done, first_token, first_answer, first_chunk, tts, queued,
-        // playout
+        // playout, first voice
         let ms = 1_000_000;
         let snap = snapshot_with(
             &VOICE_TO_VOICE,
@@ -256,6 +264,7 @@ mod tests {
                 900 * ms,
                 920 * ms,
                 950 * ms,
+                955 * ms,
             ],
         );
         let b = VOICE_TO_VOICE.compute(&snap).unwrap();
@@ -274,10 +283,11 @@ mod tests {
                 ("llm_first_chunk", 120),
                 ("tts_first_audio", 80),
                 ("playout", 20),
-                ("device", 30)
+                ("device", 30),
+                ("lead_in", 5)
             ]
         );
-        assert_eq!(b.total_ns, 950 * ms as i64);
+        assert_eq!(b.total_ns, 955 * ms as i64);
         assert_eq!(b.dominant().unwrap().name, Segment::Endpointing);
         assert!(b.is_ordered());
     }
@@ -326,7 +336,8 @@ mod tests {
                 "llm_first_chunk",
                 "tts_first_audio",
                 "playout",
-                "device"
+                "device",
+                "lead_in"
             ]
         );
     }
@@ -334,7 +345,7 @@ mod tests {
     proptest! {
         /// Telescoping: the segments sum to the total exactly, ordered or not.
         #[test]
-        fn segments_sum_exactly_to_total(stamps in proptest::collection::vec(0u64..1u64 << 50, 9)) {
+        fn segments_sum_exactly_to_total(stamps in proptest::collection::vec(0u64..1u64 << 50, 10)) {
             for chain in [&VOICE_TO_VOICE, &LLM_REQUEST] {
                 let snap = snapshot_with(chain, &stamps);
                 let b = chain.compute(&snap).unwrap();

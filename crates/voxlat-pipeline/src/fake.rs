@@ -105,12 +105,14 @@ impl Transcriber for FakeAsr {
 }
 
 /// A voice that says every chunk as `per_char` of a 220 Hz tone per character, after
-/// `compute`. `spoken` keeps the chunks it was given.
+/// `compute` and `lead` of digital silence (as Piper starts a clip). `spoken` keeps the
+/// chunks it was given.
 #[derive(Clone)]
 pub struct FakeTts {
     pub rate: u32,
     pub per_char: Duration,
     pub compute: Duration,
+    pub lead: Duration,
     pub spoken: Arc<Mutex<Vec<String>>>,
 }
 
@@ -120,6 +122,7 @@ impl FakeTts {
             rate: 16_000,
             per_char: Duration::from_millis(5),
             compute,
+            lead: Duration::ZERO,
             spoken: Arc::default(),
         }
     }
@@ -136,8 +139,11 @@ impl Synthesize for FakeTts {
         let n =
             (self.per_char.as_secs_f64() * f64::from(self.rate)) as usize * text.chars().count();
         let step = 2.0 * std::f32::consts::PI * 220.0 / self.rate as f32;
+        let silent = (self.lead.as_secs_f64() * f64::from(self.rate)) as usize;
         Ok(Speech {
-            samples: (0..n).map(|i| 0.3 * (i as f32 * step).sin()).collect(),
+            samples: std::iter::repeat_n(0.0, silent)
+                .chain((0..n).map(|i| 0.3 * (i as f32 * step).sin()))
+                .collect(),
             sample_rate: self.rate,
             compute: self.compute,
             sentences: 1,

@@ -133,6 +133,7 @@ mod tests {
             EventKind::TtsFirstAudio,
             EventKind::PlayoutQueued,
             EventKind::PlayoutStart,
+            EventKind::FirstVoice,
         ];
         let mut at = start_ms;
         t.events

@@ -106,6 +106,8 @@ mod tests {
             audio_s,
             skipped: None,
             remote: None,
+            lead_trimmed_ms: None,
+            voice_at_ms: None,
         }
     }
 

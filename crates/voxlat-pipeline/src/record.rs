@@ -10,6 +10,7 @@ use voxlat_core::remote::RemoteCall;
 use voxlat_core::segments::{Breakdown, VOICE_TO_VOICE};
 use voxlat_core::{EventKind, Nanos, TimelineSnapshot};
 use voxlat_llm::StreamOutcome;
+use voxlat_tts::lead::Lead;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -128,6 +129,12 @@ pub struct ChunkRecord {
     /// The call, when a remote speech server spoke the chunk.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<RemoteCall>,
+    /// The turn's first chunk with audio: the voice's leading silence trimmed from it, and
+    /// where its first voiced sample falls in what was played, ms (`voxlat_tts::lead`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lead_trimmed_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub voice_at_ms: Option<f64>,
 }
 
 impl ChunkRecord {
@@ -140,6 +147,8 @@ impl ChunkRecord {
             audio_s: c.duration().as_secs_f64(),
             skipped: c.skipped.as_ref().map(|s| format!("{s:?}")),
             remote: c.remote.as_deref().cloned(),
+            lead_trimmed_ms: c.lead.map(|l| Lead::ms(l.trimmed, c.sample_rate)),
+            voice_at_ms: c.lead.map(|l| Lead::ms(l.voice_at, c.sample_rate)),
         }
     }
 }

@@ -522,6 +522,8 @@ mod tests {
                 audio_s: 1.5,
                 skipped: None,
                 remote: c.is_multiple_of(2).then(|| call(30 + c + i)),
+                lead_trimmed_ms: None,
+                voice_at_ms: None,
             })
             .collect();
         t.quality = Some(crate::quality::ReplyQuality {

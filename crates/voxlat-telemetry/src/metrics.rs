@@ -156,9 +156,10 @@ mod tests {
         let mut r = Registry::default();
         let m = TurnMetrics::register(&mut r);
         // speech_end, endpoint (+300), asr_done (+40), first token (+150), answer (+0),
-        // first chunk (+120), tts (+80), playout queued (+20), leaves the device (+20)
+        // first chunk (+120), tts (+80), playout queued (+20), leaves the device (+20), the
+        // voice (+5)
         m.record_turn(
-            &turn(&[0, 300, 340, 490, 490, 610, 690, 710, 730]),
+            &turn(&[0, 300, 340, 490, 490, 610, 690, 710, 730, 735]),
             Outcome::Ok,
         );
         m.record_turn(&turn(&[0, 300]), Outcome::Error);
@@ -194,7 +195,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("voxlat_turn_voice_to_voice_seconds_sum 0.73"),
+            text.contains("voxlat_turn_voice_to_voice_seconds_sum 0.735"),
             "{text}"
         );
     }
@@ -206,7 +207,7 @@ mod tests {
         let tl = Timeline::new(RequestId::new());
         for (e, t) in VOICE_TO_VOICE
             .boundaries()
-            .zip([0, 300, 200, 400, 400, 500, 600, 700])
+            .zip([0, 300, 200, 400, 400, 500, 600, 700, 710, 715])
         {
             tl.mark_at(e, Nanos(t * 1_000_000));
         }

@@ -6,7 +6,8 @@
 //!   the phonemes into a voice's model input, read from its [`config`].
 //! - [`piper`] loads a voice on ONNX Runtime ([`runtime`]) and synthesizes text; [`text`]
 //!   decides what of a chunk is worth speaking.
-//! - [`stream`] synthesizes a turn chunk by chunk and stamps its events on the timeline.
+//! - [`stream`] synthesizes a turn chunk by chunk and stamps its events on the timeline;
+//!   [`lead`] trims the silence before the first chunk's voice.
 //! - `locate` (feature `cache`, on by default) finds the default voice and ONNX Runtime in the
 //!   models cache.
 //!
@@ -22,6 +23,7 @@ pub mod chunker;
 pub mod config;
 pub mod error;
 pub mod espeak;
+pub mod lead;
 #[cfg(feature = "cache")]
 pub mod locate;
 pub mod markup;

@@ -4,6 +4,7 @@
 //! Stamps (first stamp wins on a [`Timeline`], so a pipeline that stamped earlier keeps its
 //! own): `first_chunk` when the first chunk is submitted, `tts_first_audio` when the first
 //! chunk that has something to say has its audio, `tts_done` when the stream is finished.
+//! That chunk loses the voice's leading silence ([`crate::lead`]) before anyone plays it.
 //! Every chunk also reports its own submit, start and audio times, so a pipeline can show
 //! per-chunk figures the single-slot timeline cannot hold.
 //!
@@ -11,6 +12,7 @@
 //! audio and a [`SkipReason`]; it is not an error and does not end the stream.
 
 use crate::error::{SkipReason, TtsError};
+use crate::lead::{self, Lead};
 use crate::piper::{Speech, Voice};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -33,6 +35,9 @@ pub struct ChunkAudio {
     /// The call, when a remote server spoke the chunk.
     /// Boxed: most chunks are spoken in process and carry none.
     pub remote: Option<Box<voxlat_core::remote::RemoteCall>>,
+    /// The turn's first chunk with audio: the silence trimmed from its start and where its
+    /// voice begins ([`crate::lead`]). `None` on every other chunk.
+    pub lead: Option<Lead>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +93,8 @@ pub struct TtsStream<'v, V: Synthesize + ?Sized = Voice> {
     timeline: Arc<Timeline>,
     next_index: usize,
     summary: StreamSummary,
+    /// A chunk with audio has been spoken, so the next one keeps its leading silence.
+    voiced: bool,
 }
 
 /// What a stream needs of a voice. Piper's [`Voice`] is the product's; a test can script one
@@ -119,6 +126,7 @@ impl<'v, V: Synthesize + ?Sized> TtsStream<'v, V> {
             timeline,
             next_index: 0,
             summary: StreamSummary::default(),
+            voiced: false,
         }
     }
 
@@ -153,6 +161,7 @@ impl<'v, V: Synthesize + ?Sized> TtsStream<'v, V> {
             },
             skipped: None,
             remote: None,
+            lead: None,
         };
         match self.voice.synthesize_for(text, self.timeline.id()) {
             Ok(mut speech) => {
@@ -161,6 +170,10 @@ impl<'v, V: Synthesize + ?Sized> TtsStream<'v, V> {
                 let now = speech.first_audio.unwrap_or_else(clock::now);
                 self.timeline.mark_at(EventKind::TtsFirstAudio, now);
                 chunk.remote = speech.remote.take().map(Box::new);
+                if !self.voiced && !speech.samples.is_empty() {
+                    self.voiced = true;
+                    chunk.lead = Some(lead::trim(&mut speech.samples, speech.sample_rate));
+                }
                 self.summary.audio += speech.duration();
                 self.summary.compute += speech.compute;
                 chunk.samples = speech.samples;

@@ -5,7 +5,8 @@ use super::interrupt;
 use crate::config::PipelineConfig;
 use crate::output::{Cancel, Played};
 use crate::quality::{self, Bounds};
-use crate::record::{Stage, TurnRecord};
+use crate::record::{ChunkRecord, Stage, TurnRecord};
+use std::time::Duration;
 use voxlat_core::{clock, EventKind, Timeline};
 
 /// The output's spans and counts; the chunks move into the record.
@@ -22,6 +23,7 @@ pub(super) fn record_output(
     let queued = tl.get(EventKind::PlayoutQueued);
     rec.push_span(Stage::Sink, played.first_arrival, queued);
     rec.push_span(Stage::Device, queued, tl.get(EventKind::PlayoutStart));
+    stamp_first_voice(tl, &played.chunks);
     rec.underruns = played.underruns;
     rec.underrun_ms = played.underrun_ms;
     rec.device_xruns = played.xruns;
@@ -34,6 +36,24 @@ pub(super) fn record_output(
         }
     }
     rec.chunks = std::mem::take(&mut played.chunks);
+}
+
+/// `first_voice`: the first sample played is the first audible chunk's first, so its voice
+/// leaves the output the chunk's voice offset later. Every output (the virtual sink, a
+/// device, whatever comes next) gets the stamp from here, after the fact.
+fn stamp_first_voice(tl: &Timeline, chunks: &[ChunkRecord]) {
+    let Some(start) = tl.get(EventKind::PlayoutStart) else {
+        return;
+    };
+    let voice_at_ms = chunks
+        .iter()
+        .find(|c| c.audio_s > 0.0)
+        .and_then(|c| c.voice_at_ms)
+        .unwrap_or(0.0);
+    tl.mark_at(
+        EventKind::FirstVoice,
+        start.saturating_add(Duration::from_secs_f64(voice_at_ms / 1000.0)),
+    );
 }
 
 /// The expected keywords the reply text lacks.
