@@ -21,8 +21,9 @@ fn one_pause(t: &serde_json::Value) -> (u64, u64, Option<u64>) {
     )
 }
 
-/// The reply is asked about the moon; 200 ms after it is heard the user says "thank you"
-/// over it. The reply goes silent while the user is still speaking (the speaker's flush stamp
+/// The reply is asked about the moon; 200 ms after it is heard the user says "please enter
+/// the conference pin number" over it (words of their own: "thank you" would be an
+/// acknowledgement, and the reply would play on). The reply goes silent while the user is still speaking (the speaker's flush stamp
 /// against the microphone's capture time; the figure is printed, as a bound tighter than the
 /// clip would make the test as noisy as the machine), it is dropped, and the LLM is asked
 /// once more with one user message holding both parts.
@@ -32,8 +33,8 @@ fn words_soon_after_the_commit_silence_the_reply_and_join_the_question() {
     let llm = voxlat_testkit::Builder::per_request(slow_then_short).start_on_own_runtime(1);
     let a = ask_about_the_moon(&llm.base_url());
     std::thread::sleep(Duration::from_millis(200));
-    let thanks = voxlat_audio::wav::read(&scenario("real-auth-thankyou.wav")).unwrap();
-    a.say(&thanks.audio.samples, thanks.audio.rate, 4.0);
+    let words = voxlat_audio::wav::read(&scenario("real-conf-getpin.wav")).unwrap();
+    a.say(&words.audio.samples, words.audio.rate, 4.0);
     let (r, all, _) = a.finish();
     let turns = r["turns"].as_array().unwrap();
     assert_eq!(turns.len(), 2, "{all}");
@@ -43,7 +44,7 @@ fn words_soon_after_the_commit_silence_the_reply_and_join_the_question() {
     assert_eq!(resumed, None, "the reply never played on");
     let ms = (silent as f64 - onset as f64) / 1e6;
     eprintln!("speech onset → reply silent: {ms:.1} ms");
-    let clip_ms = thanks.audio.samples.len() as f64 * 1e3 / f64::from(thanks.audio.rate);
+    let clip_ms = words.audio.samples.len() as f64 * 1e3 / f64::from(words.audio.rate);
     assert!(ms > 0.0 && ms < clip_ms, "silent {ms} ms after the onset");
     assert_eq!(t["interrupted"]["during"], "playout", "{t}");
     assert_eq!(t["interrupted"]["playback_stopped"].as_u64(), Some(silent));
@@ -60,7 +61,7 @@ fn words_soon_after_the_commit_silence_the_reply_and_join_the_question() {
             .as_str()
             .unwrap()
             .to_lowercase()
-            .contains("thank"),
+            .contains("pin"),
         "{t2}"
     );
     let served = llm.requests();
@@ -72,7 +73,7 @@ fn words_soon_after_the_commit_silence_the_reply_and_join_the_question() {
         .map(|m| m["content"].as_str().unwrap().to_lowercase())
         .collect();
     let last = users.last().unwrap();
-    assert!(last.contains("moon") && last.contains("thank"), "{users:?}");
+    assert!(last.contains("moon") && last.contains("pin"), "{users:?}");
     assert_eq!(
         users.iter().filter(|u| u.contains("moon")).count(),
         1,

@@ -19,6 +19,7 @@ const ORDER: &[&str] = &[
     "first_chunk",
     "tts_first_audio",
     "playout_start",
+    "first_voice",
     "playout_done",
 ];
 
@@ -112,9 +113,12 @@ fn two_utterances_through_the_real_pipeline() {
         assert_eq!(sum, b["total_ns"].as_i64().unwrap(), "{id}");
         assert_eq!(
             b["total_ns"].as_u64().unwrap(),
-            times[11] - times[1],
-            "{id}: total is speech_end → playout_start"
+            times[12] - times[1],
+            "{id}: total is speech_end → first_voice"
         );
+        // The voice's leading silence was trimmed to a few ms before its first voiced sample.
+        let lead = times[12] - times[11];
+        assert!(lead <= 6_000_000, "{id}: {lead} ns from the first sample to the voice");
         // The VAD's own speech-end estimate lands within one 20 ms frame of the annotation.
         let err = t["vad_speech_end_error_ms"].as_f64().unwrap();
         assert!(err.abs() <= 20.0, "{id}: VAD speech end off by {err} ms");
@@ -306,6 +310,58 @@ fn the_sweep_labels_commits_inside_the_labelled_pauses_as_cut_offs() {
     assert_eq!(curve["latency_at_5pct_ms"].as_f64(), Some(latency), "{out}");
     assert!(curve["cutoff_at_300ms"].is_null(), "{out}");
     assert!(out.contains("eot-bench figures, webrtc"), "{out}");
+}
+
+/// Smart Turn holding an unsure turn for 2.5 s of silence, past the hangover and the second
+/// of room that replay used to feed after it, on a clip that ends 1 s after its speech: the
+/// turn is still committed (at the hold, or when the audio ends) and judged, not recorded as
+/// "no speech".
+#[test]
+fn a_turn_held_past_the_hangover_by_smart_turn_is_committed_and_judged() {
+    let dir = tempfile::tempdir().unwrap();
+    let clip = voxlat_audio::wav::read(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/audio/real-digit-5.wav"),
+    )
+    .unwrap();
+    let rate = clip.audio.rate as usize;
+    let mut samples = clip.audio.samples;
+    samples.resize(rate * (775 + 1000) / 1000, 0.0);
+    let wav = dir.path().join("five-then-a-second.wav");
+    voxlat_audio::wav::write(&wav, &samples, clip.audio.rate).unwrap();
+    let scenario = common::one_turn_scenario(dir.path(), wav.to_str().unwrap(), "Five.", Some(775));
+    let out = dir.path().join("results");
+    // A threshold no score reaches: every turn is unsure, and waits for --turn-max.
+    let o = common::voxlat()
+        .args([
+            "replay",
+            "--fast",
+            "--repeat",
+            "1",
+            "--warmup",
+            "0",
+            "--turn-model",
+            "smart-turn",
+            "--turn-max",
+            "2500",
+            "--turn-high",
+            "1",
+            "--turn-low",
+            "1",
+            "--output-dir",
+        ])
+        .arg(&out)
+        .arg(&scenario)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", output_text(&o));
+    let t = &read_results(&out)["turns"][0];
+    assert_eq!(t["outcome"], "ok", "{t}");
+    assert_eq!(t["cutoff"]["kind"], "after_end", "{t}");
+    let latency = t["cutoff"]["latency_ms"].as_f64().unwrap();
+    assert!(
+        latency > 1600.0,
+        "held past the hangover and its second: {latency} ms"
+    );
 }
 
 #[test]

@@ -7,7 +7,8 @@ use voxlat_pipeline::record::TurnOutcome;
 use voxlat_pipeline::results::ReplayResults;
 
 pub(super) const COLORS: &[&str] = &[
-    "#4e79a7", "#f28e2b", "#e15759", "#b07aa1", "#76b7b2", "#59a14f", "#edc948",
+    "#4e79a7", "#f28e2b", "#e15759", "#b07aa1", "#76b7b2", "#59a14f", "#edc948", "#ff9da7",
+    "#9c755f",
 ];
 
 pub(super) fn esc(s: &str) -> String {
@@ -35,13 +36,14 @@ pub fn render(r: &ReplayResults) -> String {
     );
     let _ = write!(
         h,
-        "<h1>voxlat replay</h1><p>{} · voxlat {} · {} measured turns ({} ok, {} no speech, {} errors){}</p><p><small>{}</small></p>",
+        "<h1>voxlat replay</h1><p>{} · voxlat {} · {} measured turns ({} ok, {} no speech, {} errors, {} cut the speaker off and are left out of the latency){}</p><p><small>{}</small></p>",
         esc(&r.header.started_utc),
         esc(&r.header.tool_version),
         a.turns,
         a.ok,
         a.no_speech,
         a.errors,
+        a.cut_off,
         if r.header.interrupted { " · <b>interrupted</b>" } else { "" },
         esc(&r.timing_note)
     );

@@ -19,6 +19,7 @@ pub fn print_report(r: &ReplayResults) {
         "tts",
         "playout",
         "device",
+        "lead",
         "total",
         "tpot",
         "itl p95",
@@ -53,7 +54,7 @@ pub fn print_report(r: &ReplayResults) {
                 row.push(fmt_num(b.total_ns as f64 / 1e6));
             }
             None => {
-                row.extend(std::iter::repeat_n("-".to_string(), 8));
+                row.extend(std::iter::repeat_n("-".to_string(), 9));
                 row.push(format!("{:?}", rec.outcome).to_lowercase());
             }
         }
@@ -78,8 +79,16 @@ pub fn print_report(r: &ReplayResults) {
     }
     t.summary_row("total", a.total.as_ref());
     t.summary_row("overhead", a.overhead.as_ref());
+    let cut_off = if a.cut_off > 0 {
+        format!(
+            "; {} cut the speaker off and are left out of the figures",
+            a.cut_off
+        )
+    } else {
+        String::new()
+    };
     print!(
-        "\nUser stopped speaking → first audio ({} turns: {} ok, {} no speech, {} errors):\n{}",
+        "\nUser stopped speaking → first audio ({} turns: {} ok, {} no speech, {} errors{cut_off}):\n{}",
         a.turns,
         a.ok,
         a.no_speech,

@@ -17,6 +17,10 @@ pub struct Aggregate {
     /// Barge-ins: counted here, left out of every latency figure.
     #[serde(default)]
     pub interrupted: usize,
+    /// Turns committed before their speaker finished (`TurnRecord::cutoff`): counted here,
+    /// left out of every latency figure, whose total would time them from the wrong end.
+    #[serde(default)]
+    pub cut_off: usize,
     /// User speech onset → output silent, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub barge_in_reaction: Option<Summary>,
@@ -143,12 +147,21 @@ impl CutoffCount {
 impl Aggregate {
     pub fn from_turns(turns: &[TurnRecord]) -> Aggregate {
         let measured: Vec<&TurnRecord> = turns.iter().filter(|t| !t.warmup).collect();
-        // An interrupted turn's partial breakdown would skew the percentiles.
+        // An interrupted turn's partial breakdown would skew the percentiles, and a turn that
+        // cut its speaker off is timed from an end that was not the end of the turn
+        // (docs/latency-model.md §12): latency is over the turns that ran as the user meant.
+        let timed = |t: &&&TurnRecord| {
+            t.outcome != TurnOutcome::Interrupted && !t.cutoff.is_some_and(|v| v.cut_off())
+        };
         let broken: Vec<&Breakdown> = measured
             .iter()
-            .filter(|t| t.outcome != TurnOutcome::Interrupted)
+            .filter(timed)
             .filter_map(|t| t.breakdown.as_ref())
             .collect();
+        let cut_off = measured
+            .iter()
+            .filter(|t| t.cutoff.is_some_and(|v| v.cut_off()))
+            .count();
         let errors = measured
             .iter()
             .filter(|t| t.outcome == TurnOutcome::Error)
@@ -168,7 +181,7 @@ impl Aggregate {
         let totals: Vec<f64> = broken.iter().map(|b| b.total_ns as f64 / 1e6).collect();
         let overheads: Vec<f64> = measured
             .iter()
-            .filter(|t| t.outcome != TurnOutcome::Interrupted)
+            .filter(timed)
             .filter_map(|t| t.overhead_ms)
             .collect();
         let reactions: Vec<f64> = measured
@@ -211,6 +224,7 @@ impl Aggregate {
                 .iter()
                 .filter(|t| t.outcome == TurnOutcome::Interrupted)
                 .count(),
+            cut_off,
             barge_in_reaction: Summary::from_samples(&reactions, 0),
             total: Summary::from_samples(&totals, errors),
             overhead: Summary::from_samples(&overheads, 0),
@@ -334,5 +348,31 @@ mod tests {
         let a = Aggregate::from_turns(&[scored(0, 0.8), scored(0, 0.1), scored(1, 0.2)]);
         let mean = a.wer_mean.expect("scored");
         assert!((mean - 0.15).abs() < 1e-9, "{mean}");
+    }
+
+    /// A `--fast` replay committed one turn inside a pause: it is an `ok` record with a
+    /// breakdown timed from the first part's end, and it must not sit in the percentiles.
+    #[test]
+    fn a_turn_that_cut_its_speaker_off_is_counted_and_left_out_of_the_latency() {
+        let mut cut = turn(1000, false);
+        cut.outcome = TurnOutcome::Ok;
+        cut.cutoff = Some(voxlat_core::cutoff::Verdict::InPause { pause: 0 });
+        cut.overhead_ms = Some(1.0);
+        let mut on_time = turn(1400, false);
+        on_time.outcome = TurnOutcome::Ok;
+        on_time.cutoff = Some(voxlat_core::cutoff::Verdict::AfterEnd { latency_ms: 600.0 });
+        on_time.overhead_ms = Some(2.0);
+        let a = Aggregate::from_turns(&[cut, on_time.clone()]);
+        assert_eq!(a.cut_off, 1);
+        assert_eq!(a.cutoffs.as_ref().map(|c| c.cut_off), Some(1));
+        let total = a.total.expect("one turn timed");
+        assert_eq!(total.n, 1);
+        let only = on_time.breakdown.as_ref().unwrap().total_ns as f64 / 1e6;
+        assert!(
+            (total.p50 - only).abs() < 1e-9,
+            "{} against {only}",
+            total.p50
+        );
+        assert_eq!(a.overhead.map(|o| o.n), Some(1));
     }
 }

@@ -48,11 +48,17 @@ pub fn spawn_scenario_source(
     let (tx, rx) = mpsc::channel::<SourceEvent>(64);
     let rate = voxlat_audio::PIPELINE_RATE as usize;
     let lead = rate * cfg.lead_silence_ms as usize / 1000;
-    // Enough silence after the speech for the longest wait the endpointer can be held to.
-    let longest_ms = match hold {
-        Some(_) => (cfg.endpointer.hangover_ms as usize).max(crate::cues::MAX_WAIT_MS as usize),
-        None => cfg.endpointer.hangover_ms as usize,
-    };
+    // Enough silence after the speech for the longest wait the endpointer can be held to:
+    // the hangover, the cues rule's longest wait, or Smart Turn's hold for an unsure turn.
+    let longest_ms = [
+        Some(cfg.endpointer.hangover_ms),
+        hold.as_ref().map(|_| crate::cues::MAX_WAIT_MS as u32),
+        turn_model.as_ref().map(|_| cfg.endpointer.turn.max_ms),
+    ]
+    .into_iter()
+    .flatten()
+    .max()
+    .unwrap_or(cfg.endpointer.hangover_ms) as usize;
     let trail = rate * (longest_ms + 1000) / 1000;
     let mut samples = vec![0.0f32; lead];
     samples.extend_from_slice(&turn.audio.samples);
@@ -100,6 +106,7 @@ pub fn spawn_scenario_source(
             // so what follows the commit is the product's, not a reply started at the commit.
             let mut paused_since: Option<(Instant, usize)> = None;
             let mut truth_sent = false;
+            let mut fed = (0usize, t0);
             for (k, chunk) in samples.chunks(FRAME).enumerate() {
                 let last = k * FRAME + chunk.len() - 1;
                 let t_end = if fast {
@@ -119,6 +126,7 @@ pub fn spawn_scenario_source(
                         return;
                     }
                 }
+                fed = (last, t_end);
                 let events = match ep.push(chunk, t_end) {
                     Ok(events) => events,
                     Err(e) => {
@@ -147,6 +155,22 @@ pub fn spawn_scenario_source(
                     {
                         return;
                     }
+                }
+            }
+            // A turn still open when the audio ends (held past everything fed) ends there, as
+            // a live source's end ends it: it gets a commit and a verdict, not "no speech".
+            let (last, t_end) = fed;
+            for ev in ep.finish(t_end) {
+                if let Some(judge) = judge.as_ref() {
+                    if !send(SourceEvent::Judged(judge(last))) {
+                        return;
+                    }
+                }
+                if !send(SourceEvent::Vad {
+                    ev,
+                    received: clock::now(),
+                }) {
+                    return;
                 }
             }
             send(SourceEvent::Ended);

@@ -163,6 +163,45 @@ where
     })
 }
 
+/// A voice that starts every clip with 120 ms of silence: the first chunk loses all but 5 ms
+/// of it, and the breakdown ends at its first voiced sample, not at its first sample.
+#[test]
+fn the_breakdown_ends_at_the_first_voiced_sample_of_the_reply() {
+    let mut f = Fakes::new();
+    f.tts.lead = 120 * MS;
+    let rec = first_live_turn(&f, |tx| async move {
+        tx.send(vad(VadEvent::SpeechStart { at: clock::now() }))
+            .await
+            .unwrap();
+        tx.send(endpoint(false)).await.unwrap();
+    });
+    assert_eq!(rec.outcome, TurnOutcome::Ok, "{:?}", rec.error);
+    let first = &rec.chunks[0];
+    let trimmed = first.lead_trimmed_ms.expect("the first chunk's trim");
+    let voice_at = first.voice_at_ms.expect("the first chunk's voice");
+    // The tone starts at sin(0) = 0: its first voiced sample is the next one.
+    assert!((114.9..=115.1).contains(&trimmed), "trimmed {trimmed} ms");
+    assert!((5.0..=5.1).contains(&voice_at), "voice at {voice_at} ms");
+    // Later chunks keep their own silence: the voice's pause between sentences.
+    assert!(rec.chunks[1..].iter().all(|c| c.lead_trimmed_ms.is_none()));
+    let start = rec.events[&EventKind::PlayoutStart];
+    let voice = rec.events[&EventKind::FirstVoice];
+    let lead_ms = voice.signed_since(start) as f64 / 1e6;
+    assert!((lead_ms - voice_at).abs() < 0.01, "lead in {lead_ms} ms");
+    let b = rec.breakdown.as_ref().expect("a breakdown");
+    let sum: i64 = b.segments.iter().map(|s| s.ns).sum();
+    assert_eq!(sum, b.total_ns, "segments telescope to the total");
+    assert_eq!(
+        b.total_ns,
+        voice.signed_since(rec.events[&EventKind::SpeechEnd]),
+        "the total ends at the first voice"
+    );
+    assert_eq!(
+        b.segment_ns(voxlat_core::segments::Segment::LeadIn),
+        Some(voice.signed_since(start))
+    );
+}
+
 #[test]
 fn a_turn_on_fakes_streams_through_every_stage_and_its_segments_add_up() {
     let f = Fakes::new();
@@ -209,6 +248,7 @@ fn a_turn_on_fakes_streams_through_every_stage_and_its_segments_add_up() {
         EventKind::AsrDone,
         EventKind::FirstChunk,
         EventKind::PlayoutStart,
+        EventKind::FirstVoice,
     ] {
         assert!(rec.events.contains_key(&k), "{k:?} missing");
     }
@@ -1333,6 +1373,21 @@ fn a_backchannel_over_a_playing_reply_is_kept_and_the_reply_plays_on() {
     assert_eq!(recs.len(), 1, "{recs:#?}");
     assert_eq!(recs[0].outcome, TurnOutcome::Ok, "{:?}", recs[0].error);
     assert_eq!(recs[0].passed_over, ["Mm-hm."]);
+    assert_eq!(last_user_messages(&requests), ["Set a timer"]);
+    assert!(recs[0].reply_pauses.iter().all(|p| p.resumed.is_some()));
+}
+
+/// "Okay, yeah" for 600 ms over a playing reply: long enough to count as going on by its
+/// length alone, but every word is an acknowledgement, so the reply plays on and the LLM is
+/// not asked again.
+#[test]
+fn a_long_backchannel_over_a_playing_reply_lets_it_play_on() {
+    let f = long_reply(&["Set a timer", "Okay, yeah."]);
+    let requests = f.llm.requests.clone();
+    let recs = went_on_after_commit(&f, 400, 600, utterance(), 3_000);
+    assert_eq!(recs.len(), 1, "{recs:#?}");
+    assert_eq!(recs[0].outcome, TurnOutcome::Ok, "{:?}", recs[0].error);
+    assert_eq!(recs[0].passed_over, ["Okay, yeah."]);
     assert_eq!(last_user_messages(&requests), ["Set a timer"]);
     assert!(recs[0].reply_pauses.iter().all(|p| p.resumed.is_some()));
 }

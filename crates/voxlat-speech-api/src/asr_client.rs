@@ -19,6 +19,12 @@ use voxlat_net::{Endpoint, NetError};
 /// The rate Whisper (and every OpenAI-compatible transcription server) works at.
 pub const UPLOAD_RATE: u32 = 16_000;
 
+/// The largest transcription body read, bytes. `verbose_json` for the longest turn voxlat
+/// sends (30 s) is a few tens of KB with every segment's tokens; a body past this is no
+/// transcription (a misdirected URL streaming a file, a server that does not stop), and
+/// reading on would grow memory until the idle timeout.
+pub const MAX_TRANSCRIPTION_BYTES: usize = 1 << 20;
+
 #[derive(Clone, Debug)]
 pub struct AsrClientOptions {
     /// The `model` field: `whisper-1` for OpenAI, the server's own name elsewhere.
@@ -191,6 +197,11 @@ impl AsrClient {
             let mut body = Vec::new();
             self.http
                 .read_body(resp, &mut call, |b| {
+                    if body.len() + b.len() > MAX_TRANSCRIPTION_BYTES {
+                        return Err(NetError::Other(format!(
+                            "{url} sent more than {MAX_TRANSCRIPTION_BYTES} bytes for one transcription, so the call was cut there (the cap is MAX_TRANSCRIPTION_BYTES): is --asr-url a transcription server (…/v1, serving /audio/transcriptions)?"
+                        )));
+                    }
                     body.extend_from_slice(b);
                     Ok(())
                 })

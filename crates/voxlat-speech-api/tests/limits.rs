@@ -87,6 +87,53 @@ fn a_tts_server_that_never_stops_is_cut_at_the_audio_cap() {
     assert_eq!(speech_cap_s(&"a".repeat(1000)), 500.0);
 }
 
+#[test]
+fn an_asr_server_that_never_stops_is_cut_at_the_body_cap() {
+    // JSON-looking bytes in 64 KB pieces, up to 64 MB; `sent` counts the pieces written.
+    let sent = Arc::new(AtomicUsize::new(0));
+    let router = {
+        let sent = sent.clone();
+        Router::new().route(
+            "/v1/audio/transcriptions",
+            post(move || {
+                let sent = sent.clone();
+                async move {
+                    let piece = vec![b' '; 64 * 1024];
+                    let stream = futures_util::stream::unfold(0usize, move |n| {
+                        let (piece, sent) = (piece.clone(), sent.clone());
+                        async move {
+                            (n < 1024).then(|| {
+                                sent.store(n, Ordering::Relaxed);
+                                (Ok::<_, std::io::Error>(piece), n + 1)
+                            })
+                        }
+                    });
+                    Response::new(Body::from_stream(stream))
+                }
+            }),
+        )
+    };
+    let addr = serve_router(router);
+    let client = voxlat_speech_api::AsrClient::new(
+        Endpoint::new(&format!("http://{addr}/v1"), None),
+        voxlat_speech_api::AsrClientOptions::default(),
+    )
+    .unwrap();
+    let e = client
+        .transcribe(&[0.1; 1600], "r-1")
+        .unwrap_err()
+        .to_string();
+    let cap = voxlat_speech_api::asr_client::MAX_TRANSCRIPTION_BYTES;
+    assert!(
+        e.contains(&format!("more than {cap} bytes")) && e.contains("--asr-url"),
+        "{e}"
+    );
+    assert!(
+        sent.load(Ordering::Relaxed) < 1023,
+        "the client hung up at the cap"
+    );
+}
+
 /// Tells the test it has started, then waits to be released.
 struct GatedStt {
     started: mpsc::Sender<()>,

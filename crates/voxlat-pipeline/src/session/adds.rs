@@ -8,7 +8,11 @@
 //! fillers, or when Whisper's own no-speech rule says it wrote them for a noise; any other
 //! words join the turn.
 //!
-//! Once the source may have heard the reply, the 0.5 s rule stands, whatever the words. With
+//! Acknowledgements and fillers add nothing at any length: "okay, yeah" over a reply lets it
+//! play on, as an "mm-hm" does, and so does a "thank you" (LiveKit and Pipecat treat such
+//! words alike, as a listener's, not a turn's).
+//!
+//! Once the source may have heard the reply, the 0.5 s rule stands for other words. With
 //! no echo cancellation a microphone hears the reply too, and Whisper writes the reply's words
 //! for a noise over it: 300 ms of white noise over the loopback's playing reply came back as
 //! "I'm gonna..." (which Whisper's no-speech rule called speech), and in an earlier round as
@@ -53,8 +57,11 @@ pub(super) fn adds(
     }
     // A remote transcriber asked for `json` gives no scores: its short words are taken at
     // their length.
+    if only_backchannel(text) {
+        return Adds::Nothing(Some(text.to_string()));
+    }
     let heard_speech = t.scores.is_some_and(|s| !s.no_speech());
-    let own_words = !reply_heard && heard_speech && !only_backchannel(text);
+    let own_words = !reply_heard && heard_speech;
     if speech_ms >= MIN_GOING_ON_MS || own_words {
         Adds::Words
     } else {
@@ -189,8 +196,14 @@ mod tests {
     }
 
     #[test]
-    fn long_speech_with_words_goes_on_whatever_they_are() {
-        assert!(words(adds(&heard("Mm-hm, yeah.", SURE), 600.0, true)));
+    fn long_speech_with_words_goes_on_unless_they_are_all_acknowledgements() {
+        assert!(!words(adds(&heard("Mm-hm, yeah.", SURE), 600.0, true)));
+        assert!(!words(adds(&heard("Okay, yeah.", SURE), 900.0, false)));
+        assert!(words(adds(
+            &heard("Okay, and tomorrow?", SURE),
+            900.0,
+            true
+        )));
         assert!(words(adds(&heard("minutes", None), 600.0, true)));
         assert!(matches!(
             adds(&heard(" ", SURE), 900.0, false),
