@@ -77,13 +77,19 @@ fn for_one(e: &(dyn Error + 'static)) -> Option<String> {
                 Some("`voxlat devices` lists the hosts and devices here".into())
             }
             DeviceError::NoDefault { direction, .. } => Some(format!(
-                "name one with --{direction}; `voxlat devices` lists them"
+                "name one with --{direction}; `voxlat devices` lists them. {NO_SOUND_CARD}"
             )),
-            _ => None,
+            DeviceError::Host { .. } | DeviceError::Stream { .. } => Some(format!(
+                "`voxlat devices` lists what this machine has. {NO_SOUND_CARD}"
+            )),
+            DeviceError::Ambiguous { .. } => None,
         };
     }
     None
 }
+
+/// What a machine without a sound card (a container, CI, a server) can do instead.
+const NO_SOUND_CARD: &str = "Without a sound card, `bash scripts/pulse-null-sink.sh start DIR` starts a virtual one that `voxlat run` can use (docs/guide.md, live without a sound card), and `voxlat replay` needs none";
 
 /// A network failure, as itself or inside an LLM one.
 fn net<'a>(e: &'a (dyn Error + 'static)) -> Option<&'a NetError> {
@@ -164,6 +170,20 @@ mod tests {
         };
         let e = anyhow::Error::new(voxlat_llm::LlmError::from(denied));
         assert!(for_error(&e).unwrap().contains("--api-key"));
+    }
+
+    #[test]
+    fn a_device_that_cannot_be_opened_points_at_the_virtual_sound_card() {
+        let e = anyhow::Error::new(voxlat_audio::device::DeviceError::Stream {
+            direction: "output",
+            device: "alsa:default".into(),
+            detail: "no usable output configuration: cannot find card 0".into(),
+        });
+        let a = for_error(&e).expect("advice");
+        assert!(
+            a.contains("pulse-null-sink.sh") && a.contains("voxlat devices"),
+            "{a}"
+        );
     }
 
     #[test]

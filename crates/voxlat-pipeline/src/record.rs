@@ -290,9 +290,17 @@ impl TurnRecord {
         }
     }
 
-    /// The file `--save-replies` writes this turn's played reply to, in its directory.
+    /// The file `--save-replies` writes this turn's played reply to, in its directory; under
+    /// `--sessions` each session's replies are kept apart.
     pub fn reply_wav_name(&self) -> String {
-        format!("{}-{}-{}.wav", self.scenario, self.turn, self.repeat)
+        if self.sessions > 1 {
+            format!(
+                "{}-{}-{}-session{}.wav",
+                self.scenario, self.turn, self.repeat, self.session
+            )
+        } else {
+            format!("{}-{}-{}.wav", self.scenario, self.turn, self.repeat)
+        }
     }
 
     /// A record with nothing measured yet (outcome `Error` until the turn says otherwise).

@@ -315,3 +315,51 @@ fn connections_past_the_limit_wait_until_one_closes() {
     assert_eq!(read_status(&mut third), Some(200));
     drop(held);
 }
+
+/// Connections that send nothing, one that sends its head a byte at a time and one whose
+/// upload stops half way: none of them keeps a real request from its answer. The idle and
+/// slow ones are closed, or refused with a 408, once their deadlines pass.
+#[test]
+fn idle_and_slow_clients_do_not_keep_a_real_request_waiting() {
+    let opts = ServerOptions {
+        header_timeout: Duration::from_millis(800),
+        upload_timeout: Duration::from_millis(800),
+        ..ServerOptions::default()
+    };
+    let (addr, _started, release) = start(opts);
+    for _ in 0..4 {
+        let _ = release.send(());
+    }
+    let idle: Vec<TcpStream> = (0..64).map(|_| connect(addr)).collect();
+    let head = b"GET /health HTTP/1.1\r\nhost: x\r\n\r\n";
+    let slowloris = std::thread::spawn(move || {
+        let mut s = connect(addr);
+        for b in head {
+            if s.write_all(&[*b]).is_err() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        read_status(&mut s).is_none()
+    });
+    let wav = wav_bytes(&[0.1; 160], 16_000);
+    let whole = upload_request(&wav);
+    let mut stalled = connect(addr);
+    stalled.write_all(&whole[..whole.len() / 2]).unwrap();
+    // A real request, answered within 2 s while all of that is going on.
+    let mut real = connect(addr);
+    real.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    real.write_all(&whole).unwrap();
+    assert_eq!(read_status(&mut real), Some(200), "the real request waited");
+    // The stalled upload is refused at its deadline, the idle connections are closed at
+    // theirs, and the slowloris never gets its head read.
+    assert_eq!(read_status(&mut stalled), Some(408));
+    for mut s in idle {
+        let mut buf = [0u8; 16];
+        assert!(
+            matches!(s.read(&mut buf), Ok(0) | Err(_)),
+            "an idle connection was kept open"
+        );
+    }
+    assert!(slowloris.join().unwrap(), "the slowloris was answered");
+}

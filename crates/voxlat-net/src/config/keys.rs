@@ -58,7 +58,7 @@ pub enum Withheld {
     PlainHttp,
     /// The LLM's key, and this server is on another origin (scheme, host or port).
     OtherOrigin { llm_origin: String },
-    /// The URL came from `.env` and the key from the process environment.
+    /// The URL came from `.env` and the key from the process environment or the command line.
     DotEnvUrl { url_source: String },
 }
 
@@ -72,7 +72,7 @@ impl Withheld {
                 service.key_vars()[0]
             ),
             Withheld::DotEnvUrl { url_source } => format!(
-                "the URL comes from {url_source}, and a URL from a .env file gets only a key from the same file (or the command line), never one from the environment"
+                "the URL comes from {url_source}, and a URL from a .env file gets only a key from the same file, never one from the environment or the command line (a .env in a checked-out project could point your key at any server); give the URL on the command line too, or put the key in that file"
             ),
         }
     }
@@ -169,11 +169,20 @@ impl Settings {
     }
 
     /// The flag, else the first of `vars` set: in the environment then `.env`, or, for a URL
-    /// from `.env`, in `.env` alone (one set only in the environment is held back).
+    /// from `.env`, in `.env` alone (a flag's key, or one set only in the environment, is held
+    /// back: the file chose the server, and only its own key goes there).
     fn own_key(&self, flag: Option<Flag<'_>>, vars: &[&str], base: &Sourced<String>) -> Choice {
         let picked = if base.layer == Layer::DotEnv {
+            if let Some(given) = self.pick(flag, &[]) {
+                return Err(WithheldKey {
+                    source: given.source,
+                    reason: Withheld::DotEnvUrl {
+                        url_source: base.source.clone(),
+                    },
+                });
+            }
             let in_file = self.pick_in(&self.dotenv, &self.dotenv_path, Layer::DotEnv, vars);
-            match self.pick(flag, &[]).or(in_file) {
+            match in_file {
                 Some(k) => Some(k),
                 None => {
                     if let Some(env) = self.pick_in(&self.env, "env", Layer::Env, vars) {
@@ -447,8 +456,23 @@ mod tests {
         let w = e.withheld_key.as_ref().unwrap();
         assert_eq!(w.source, "env OPENAI_API_KEY");
         assert!(matches!(w.reason, Withheld::DotEnvUrl { .. }), "{w:?}");
-        // An explicit flag is the user's own choice.
+        // Nor a key given on the command line: the .env chose the server, not the user.
         let e = s.endpoint(None, Some(("--api-key", "sk-flag"))).unwrap();
+        assert_eq!(sent(&e), None, "the flag's key went to a .env URL");
+        let w = e.withheld_key.as_ref().unwrap();
+        assert!(matches!(w.reason, Withheld::DotEnvUrl { .. }), "{w:?}");
+        assert!(w.source.contains("--api-key"), "{w:?}");
+        assert!(w
+            .reason
+            .explain(Service::Llm)
+            .contains("give the URL on the command line too"));
+        // With the URL on the command line too, the flag's key goes with it.
+        let e = s
+            .endpoint_from(
+                url("http://127.0.0.1:9999/v1"),
+                Some(("--api-key", "sk-flag")),
+            )
+            .unwrap();
         assert_eq!(sent(&e), Some("sk-flag"));
         // A speech server's URL from .env: neither its own env key nor the LLM's env key.
         let asr_url = s.pick(None, &["VOXLAT_ASR_URL"]).unwrap();

@@ -20,7 +20,9 @@ pub(super) async fn awaited(
     hold: Option<&Hold>,
 ) -> Result<Option<Transcript>, TurnError> {
     let asr = tokio::select! {
-        r = &mut asr => r.map_err(|_| TurnError::AsrWorkerGone)?,
+        // A turn superseded by the time its transcript is in must not open an LLM request:
+        // when both are ready, the cancel is read first.
+        biased;
         onset = cancelled(cancel.clone()) => {
             interrupt(rec, Stage::Asr, onset);
             // A reply dropped before its commit is a miss, and its record goes nowhere:
@@ -35,6 +37,7 @@ pub(super) async fn awaited(
             }
             return Ok(None);
         }
+        r = &mut asr => r.map_err(|_| TurnError::AsrWorkerGone)?,
     };
     tl.mark_at(EventKind::AsrDone, Nanos(asr.finished.0.max(endpoint.0)));
     rec.busy.push(BusySpan {
@@ -94,5 +97,36 @@ mod tests {
         assert!(matches!(cancelled_during_a_decode(None), Some(Ok(None))));
         // A committed turn's record keeps what was said, so it waits for the words.
         assert!(cancelled_during_a_decode(Some(Nanos(0))).is_none());
+    }
+
+    /// The transcript and the cancel are both there when the turn looks: the turn is
+    /// interrupted, every time, and no LLM request follows.
+    #[test]
+    fn a_turn_cancelled_by_the_time_its_transcript_is_in_goes_no_further() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        for _ in 0..32 {
+            let (tx, rx) = oneshot::channel();
+            tx.send(AsrResult {
+                transcript: Ok(Transcript {
+                    text: "What time is it?".into(),
+                    ..Transcript::no_new_words()
+                }),
+                started: Nanos(1),
+                finished: Nanos(2),
+            })
+            .ok()
+            .unwrap();
+            let (_cancel_tx, cancel) = tokio::sync::watch::channel(Some(Nanos(3)));
+            let tl = Timeline::new(RequestId::new());
+            let mut rec = TurnRecord::blank("s", "t", "r", "x");
+            let got = rt
+                .block_on(awaited(rx, Nanos(0), &tl, &mut rec, &cancel, None))
+                .unwrap();
+            assert!(got.is_none(), "a superseded turn went on to the LLM");
+            assert!(rec.interrupted.is_some());
+        }
     }
 }

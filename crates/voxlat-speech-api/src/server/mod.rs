@@ -8,15 +8,16 @@
 //!
 //! Every response echoes `X-Request-Id` (or makes one) and says in `Server-Timing` how long
 //! the request queued and computed. Each engine runs on its own thread behind a bounded
-//! queue; a full queue answers 503 with `Retry-After`. Uploads are size-capped (413), and a
-//! request the engines cannot take gets a 400 that names the field and the fix.
+//! queue; a full queue answers 503 with `Retry-After`. Uploads are size-capped (413) and
+//! time-capped (408), and a request the engines cannot take gets a 400 that names the field
+//! and the fix. A connection that sends no whole request head for `header_timeout` is closed
+//! ([`conn`]), so idle and slow clients hold no place for long.
 
-mod limit;
+mod conn;
 mod queue;
 mod speech;
 mod transcribe;
 
-pub use limit::ConnectionLimited;
 pub use queue::StartError;
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -80,12 +81,28 @@ pub struct ServerOptions {
     pub retry_after: Duration,
     /// Connections served at once; more wait in the kernel's accept backlog until one closes.
     pub max_connections: usize,
+    /// A connection whose next request head has not arrived whole this long after it opened,
+    /// or after its last answer, is closed: idle keep-alive, a client that connects and says
+    /// nothing, headers sent a byte at a time.
+    pub header_timeout: Duration,
+    /// An upload not read whole this long after its head is refused (408), and holds no place
+    /// in the ASR queue meanwhile.
+    pub upload_timeout: Duration,
 }
 
-/// Connections served at once by default: every engine slot several times over (each
-/// connection costs a task and its buffers, not a request's body), and far below the
-/// process's file descriptor limit.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 64;
+/// Connections served at once by default. Each costs a task and its buffers, not a request's
+/// body, and an idle one is closed after `header_timeout`: enough that a few dozen forgotten
+/// keep-alive connections leave room for real requests, and far below the default file
+/// descriptor limit (1024).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+
+/// [`ServerOptions::header_timeout`] by default: a request head is a few hundred bytes, sent
+/// at once by every client.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// [`ServerOptions::upload_timeout`] by default: the 25 MB upload cap at under 1 MB/s, or a
+/// 30 s utterance at telephone speeds.
+pub const DEFAULT_UPLOAD_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Default for ServerOptions {
     fn default() -> Self {
@@ -99,6 +116,8 @@ impl Default for ServerOptions {
             english_only: false,
             retry_after: Duration::from_secs(1),
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            upload_timeout: DEFAULT_UPLOAD_TIMEOUT,
         }
     }
 }
@@ -156,10 +175,7 @@ impl SpeechServer {
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let listener = ConnectionLimited::new(listener, self.state.opts.max_connections);
-        axum::serve(listener, self.router())
-            .with_graceful_shutdown(shutdown)
-            .await
+        conn::serve(listener, self.router(), &self.state.opts, shutdown).await
     }
 
     pub fn router(&self) -> Router {
@@ -171,13 +187,9 @@ impl SpeechServer {
                 "/v1/audio/transcriptions",
                 post(transcribe::handle).layer(axum::extract::DefaultBodyLimit::disable()),
             )
-            // JSON of at most `max_input_chars`, each escaped at worst to 6 bytes, and the rest.
-            .route(
-                "/v1/audio/speech",
-                post(speech::handle).layer(axum::extract::DefaultBodyLimit::max(
-                    speech_body_limit(&self.state.opts),
-                )),
-            )
+            // JSON of at most `max_input_chars`, each escaped at worst to 6 bytes, and the rest:
+            // the handler reads it under that limit and the upload deadline.
+            .route("/v1/audio/speech", post(speech::handle))
             .with_state(self.state.clone())
     }
 }

@@ -22,8 +22,9 @@ type Job<E, T> = (
     Slot,
 );
 
-/// A place in the queue (waiting or running), held from before the request's body is read
-/// until the engine is done with it: a full queue is refused before the upload is buffered.
+/// A place in the queue (waiting or running), held from once the request's body is read
+/// until the engine is done with it. A handler may also take one and drop it at once before
+/// reading the body, to refuse a full queue before the upload is buffered.
 pub struct Slot(Arc<AtomicUsize>);
 
 impl Drop for Slot {

@@ -3,7 +3,7 @@
 use super::{error, request_id, reserve, run_engine, set_id, speech_body_limit, State};
 use crate::pcm::{pcm16_le, wav_bytes, OPENAI_PCM_RATE};
 use crate::tts_client::SAMPLE_RATE_HEADER;
-use axum::extract::rejection::JsonRejection;
+use axum::body::Body;
 use axum::extract::State as Extract;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -24,27 +24,43 @@ pub(super) struct SpeechRequest {
 pub(super) async fn handle(
     Extract(state): Extract<Arc<State>>,
     headers: HeaderMap,
-    body: Result<axum::Json<SpeechRequest>, JsonRejection>,
+    body: Body,
 ) -> Response {
     let id = request_id(&headers);
     let bad = |m: String| error(StatusCode::BAD_REQUEST, &id, m);
-    let req = match body {
-        Ok(axum::Json(r)) => r,
-        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+    // Read whole within the upload deadline: a body sent a byte at a time holds a connection
+    // no longer than that.
+    let limit = speech_body_limit(&state.opts);
+    let read =
+        tokio::time::timeout(state.opts.upload_timeout, axum::body::to_bytes(body, limit)).await;
+    let bytes = match read {
+        Err(_) => {
+            return error(
+                StatusCode::REQUEST_TIMEOUT,
+                &id,
+                format!(
+                    "the request body did not arrive within {} s: send it whole",
+                    state.opts.upload_timeout.as_secs()
+                ),
+            )
+        }
+        Ok(Err(_)) => {
             return error(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 &id,
                 format!(
-                    "the request body is larger than this endpoint's limit of {} bytes (`input` is at most {} characters): split the text",
-                    speech_body_limit(&state.opts),
+                    "the request body is larger than this endpoint's limit of {limit} bytes (`input` is at most {} characters), or it broke off: split the text",
                     state.opts.max_input_chars
                 ),
             )
         }
+        Ok(Ok(b)) => b,
+    };
+    let req: SpeechRequest = match serde_json::from_slice(&bytes) {
+        Ok(r) => r,
         Err(e) => {
             return bad(format!(
-                "the request body is not the JSON this endpoint takes ({}): send {{\"model\": …, \"voice\": …, \"input\": \"text\", \"response_format\": \"pcm\"}} with Content-Type: application/json",
-                e.body_text()
+                "the request body is not the JSON this endpoint takes ({e}): send {{\"model\": …, \"voice\": …, \"input\": \"text\", \"response_format\": \"pcm\"}} with Content-Type: application/json"
             ))
         }
     };

@@ -24,11 +24,11 @@ pub(super) async fn handle(
 ) -> Response {
     let id = request_id(&headers);
     // Before the body: a full queue answers at once and buffers nothing (the connection then
-    // closes, with the unread body).
-    let slot = match reserve(&state, &state.asr, &id, "asr") {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
+    // closes, with the unread body). The place is not held while the body is read, so slow
+    // uploads cannot fill the queue; it is taken for good once the upload is in.
+    if let Err(r) = reserve(&state, &state.asr, &id, "asr") {
+        return r;
+    }
     let bad = |m: String| error(StatusCode::BAD_REQUEST, &id, m);
     let multipart = match multipart {
         Ok(m) => m,
@@ -38,7 +38,22 @@ pub(super) async fn handle(
             ))
         }
     };
-    let upload = match read_upload(multipart, state.opts.max_upload_bytes).await {
+    let read = tokio::time::timeout(
+        state.opts.upload_timeout,
+        read_upload(multipart, state.opts.max_upload_bytes),
+    )
+    .await;
+    let Ok(read) = read else {
+        return error(
+            StatusCode::REQUEST_TIMEOUT,
+            &id,
+            format!(
+                "the upload did not arrive within {} s: send it whole, or a shorter clip",
+                state.opts.upload_timeout.as_secs()
+            ),
+        );
+    };
+    let upload = match read {
         Ok(u) => u,
         Err(r) if r.status() == StatusCode::PAYLOAD_TOO_LARGE => {
             return error(
@@ -76,6 +91,10 @@ pub(super) async fn handle(
         Err(m) => return bad(m),
     };
     let duration = audio.len() as f64 / 16_000.0;
+    let slot = match reserve(&state, &state.asr, &id, "asr") {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
     let (heard, timing) = match run_engine(&state, &state.asr, slot, &id, "asr", move |e| {
         e.transcribe(&audio)
     })
