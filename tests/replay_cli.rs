@@ -118,7 +118,10 @@ fn two_utterances_through_the_real_pipeline() {
         );
         // The voice's leading silence was trimmed to a few ms before its first voiced sample.
         let lead = times[12] - times[11];
-        assert!(lead <= 6_000_000, "{id}: {lead} ns from the first sample to the voice");
+        assert!(
+            lead <= 6_000_000,
+            "{id}: {lead} ns from the first sample to the voice"
+        );
         // The VAD's own speech-end estimate lands within one 20 ms frame of the annotation.
         let err = t["vad_speech_end_error_ms"].as_f64().unwrap();
         assert!(err.abs() <= 20.0, "{id}: VAD speech end off by {err} ms");
@@ -192,6 +195,96 @@ fn words_too_short_to_transcribe_alone_before_a_pause_are_not_lost() {
     assert!(
         text.contains("set") && t["wer"].as_f64().unwrap() <= 0.34,
         "transcript {text:?}"
+    );
+}
+
+/// A user's own recording has no `pauses_ms`: "Please enter the conference", 1.5 s of
+/// silence, then "pin number", paced, with a 300 ms hangover. The turn is committed in the
+/// pause, its reply plays in real time, and the rest comes over it: the LLM (scripted, so that
+/// it records what it is asked) is asked the rest after the first words and the reply as far
+/// as it was heard. No word is lost, and the utterance's WER is scored on both parts.
+#[test]
+fn a_pause_no_scenario_labels_is_answered_as_heard_and_no_word_is_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let clip = voxlat_audio::wav::read(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/audio/real-conf-getpin.wav"),
+    )
+    .unwrap();
+    let rate = clip.audio.rate;
+    // The gap after "conference" (the endpointer's own provisional end there, `voxlat vad`).
+    let at = (1320 * rate / 1000) as usize;
+    let samples = clip.audio.samples;
+    let mut paused = samples[..at].to_vec();
+    paused.extend(std::iter::repeat_n(0.0, (1500 * rate / 1000) as usize));
+    paused.extend_from_slice(&samples[at..]);
+    let wav = dir.path().join("getpin-with-a-long-pause.wav");
+    voxlat_audio::wav::write(&wav, &paused, rate).unwrap();
+    let scenario = common::one_turn_scenario(
+        dir.path(),
+        wav.to_str().unwrap(),
+        "Please enter the conference pin number.",
+        Some(2265 + 1500),
+    );
+    // A long reply, so that it is still playing when the rest of the words come.
+    let llm = voxlat_testkit::Builder::fixed(voxlat_testkit::Script {
+        ttft: std::time::Duration::from_millis(20),
+        itl: std::time::Duration::from_millis(20),
+        tokens: "Sure, I can help you with that, and with anything else you need today. "
+            .split_inclusive(' ')
+            .map(String::from)
+            .collect(),
+        ..voxlat_testkit::Script::default()
+    })
+    .start_on_own_runtime(1);
+    let out = dir.path().join("results");
+    let o = common::voxlat()
+        .args([
+            "replay",
+            "--repeat",
+            "1",
+            "--warmup",
+            "0",
+            "--hangover",
+            "300",
+        ])
+        .args(["--llm-url", &llm.base_url(), "--model", "scripted"])
+        .arg("--output-dir")
+        .arg(&out)
+        .arg(&scenario)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", output_text(&o));
+    let served = llm.requests();
+    assert_eq!(served.len(), 2, "{}", output_text(&o));
+    let said: Vec<(String, String)> = served[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap().to_string(),
+                m["content"].as_str().unwrap().to_lowercase(),
+            )
+        })
+        .collect();
+    let n = said.len();
+    assert!(
+        said[n - 3].0 == "user" && said[n - 3].1.contains("conference"),
+        "{said:?}"
+    );
+    assert!(
+        said[n - 2].0 == "assistant" && said[n - 2].1.starts_with("sure"),
+        "the reply as heard: {said:?}"
+    );
+    assert!(
+        said[n - 1].0 == "user" && said[n - 1].1.contains("pin"),
+        "{said:?}"
+    );
+    let r = read_results(&out);
+    let last = r["turns"].as_array().unwrap().last().unwrap().clone();
+    assert!(
+        last["wer"].as_f64().unwrap() <= 0.34,
+        "scored on both parts: {last}"
     );
 }
 

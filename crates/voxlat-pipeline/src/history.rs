@@ -21,6 +21,39 @@ pub fn remember(history: &mut Vec<Message>, user: String, assistant: String, cap
     }
 }
 
+/// What the user heard of a reply cut short: the chunks (text, seconds of audio) that played
+/// whole, then the share of the one playing when it stopped, by its audio, cut back to the
+/// last whole word. Empty when nothing was heard.
+pub fn as_heard(chunks: &[(String, f64)], heard_s: f64) -> String {
+    let mut left = heard_s.max(0.0);
+    let mut said: Vec<&str> = Vec::new();
+    let mut partial = String::new();
+    for (text, audio_s) in chunks {
+        if left >= *audio_s {
+            said.push(text.trim());
+            left -= audio_s;
+            continue;
+        }
+        if *audio_s > 0.0 && left > 0.0 {
+            let chars = text.trim().chars().count();
+            let upto = ((left / audio_s) * chars as f64).floor() as usize;
+            let head: String = text.trim().chars().take(upto).collect();
+            // A word cut in the middle was not heard whole.
+            let whole = match text.trim().chars().nth(upto) {
+                Some(c) if !c.is_whitespace() => head.rsplit_once(' ').map_or("", |(w, _)| w),
+                _ => head.as_str(),
+            };
+            partial = whole.trim_end().to_string();
+        }
+        break;
+    }
+    if !partial.is_empty() {
+        said.push(&partial);
+    }
+    said.retain(|s| !s.is_empty());
+    said.join(" ")
+}
+
 /// The user's words of a turn that continues `earlier` (an early commit's words, which the
 /// user went on from before hearing a reply): one message, earlier words first.
 pub fn continued(earlier: Option<&str>, now: &str) -> String {
@@ -34,6 +67,20 @@ pub fn continued(earlier: Option<&str>, now: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reply_cut_short_is_remembered_up_to_the_last_word_heard() {
+        let chunks = vec![
+            ("It is noon.".to_string(), 1.1),
+            ("Have a nice day.".to_string(), 1.6),
+        ];
+        assert_eq!(as_heard(&chunks, 0.0), "");
+        assert_eq!(as_heard(&chunks, 0.5), "It is");
+        assert_eq!(as_heard(&chunks, 1.1), "It is noon.");
+        // 1.3 s of the second chunk's 1.6: "Have a nice d" heard, "day." not whole.
+        assert_eq!(as_heard(&chunks, 2.4), "It is noon. Have a nice");
+        assert_eq!(as_heard(&chunks, 9.0), "It is noon. Have a nice day.");
+    }
 
     /// The prompt a turn sends: system prompt, history, the user's words.
     fn prompt(history: &[Message], user: &str) -> Vec<Message> {

@@ -86,10 +86,12 @@ impl Pipeline {
             record_empty_source: true,
             source_hears_output: false,
         };
-        // A turn with pauses may be committed inside one, and its reply must then still be
-        // playing when the rest comes, as it would be live: the device is waited out. Without
-        // pauses, playback is computed, and the turn ends when its last chunk is made.
-        let sink: &dyn Output = if turn.spec.pauses_ms.is_empty() || self.cfg.fast {
+        // Paced, the reply plays in real time, as it would live: a turn committed inside a
+        // pause (labelled or not: a user's own recordings have no pauses_ms) still has its
+        // reply playing when the rest comes, so the session pauses it and merges the words
+        // instead of answering half an utterance. Unpaced, audio time runs ahead of the
+        // clock the pause is timed on, and playback is computed.
+        let sink: &dyn Output = if self.cfg.fast {
             &VirtualSink
         } else {
             &RealTimeSink

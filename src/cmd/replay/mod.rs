@@ -160,7 +160,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         endpointer,
         speculative_asr: args.provisional > 0,
         speculative_reply: args.reply.speculative_reply(),
-        whole_turn_asr: args.reply.whole_turn_asr,
+        whole_turn_asr: !args.reply.part_asr,
         turn_cues: args.turn.cues(),
         first_chunk_max_chars: args.reply.first_chunk_max_chars(),
         history_cap: usize::from(args.reply.history),

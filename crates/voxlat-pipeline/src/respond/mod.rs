@@ -152,6 +152,11 @@ impl Pipeline {
         outcome::record_output(rec, tl, &mut reply.played, self.tts.sample_rate, &self.cfg);
         outcome::record_keywords(rec, expect_keywords);
         if outcome::ended_by_cancel(rec, tl, &cancel, reply.aborted, &reply.played) {
+            // What the user heard of it stays in the conversation, so that what they say next
+            // is read against it ("And Germany?" after "The capital of France is Par…").
+            if let Some(heard) = outcome::heard_reply(rec, tl, &reply.spoken) {
+                crate::history::remember(history, user_text, heard, self.cfg.history_cap);
+            }
             return Ok(());
         }
         if let Some(e) = reply.err {

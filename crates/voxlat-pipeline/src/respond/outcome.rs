@@ -29,7 +29,13 @@ pub(super) fn record_output(
     rec.device_xruns = played.xruns;
     rec.reply_pauses = std::mem::take(&mut played.pauses);
     rec.reply_audio_s = played.samples.len() as f64 / f64::from(rate.max(1));
-    if let Some(dir) = &cfg.save_replies {
+    // A reply that never played (a held reply dropped before its commit) has nothing to
+    // save, and its name may be the turn's that follows.
+    if let Some(dir) = cfg
+        .save_replies
+        .as_ref()
+        .filter(|_| !played.samples.is_empty())
+    {
         let path = dir.join(rec.reply_wav_name());
         if let Err(e) = voxlat_audio::wav::write(&path, &played.samples, rate) {
             tracing::warn!("{e}");
@@ -99,6 +105,30 @@ pub(super) fn ended_by_cancel(
     true
 }
 
+/// The reply as the user heard it before a barge-in stopped it: `None` unless it was audible
+/// at the interruption. Heard time is from the first sample to the stop, less the pauses it
+/// played on from; `spoken` is the chunks' text in the order TTS made them.
+pub(super) fn heard_reply(rec: &TurnRecord, tl: &Timeline, spoken: &[String]) -> Option<String> {
+    let start = tl.get(EventKind::PlayoutStart)?;
+    let i = rec.interrupted.as_ref()?;
+    let stop = i.playback_stopped?;
+    if start > i.onset {
+        return None;
+    }
+    let paused_ns: u64 = rec
+        .reply_pauses
+        .iter()
+        .filter_map(|p| Some(p.resumed?.0.min(stop.0).saturating_sub(p.silent.0)))
+        .sum();
+    let heard_s = stop.0.saturating_sub(start.0).saturating_sub(paused_ns) as f64 / 1e9;
+    let chunks: Vec<(String, f64)> = spoken
+        .iter()
+        .cloned()
+        .zip(rec.chunks.iter().map(|c| c.audio_s))
+        .collect();
+    Some(crate::history::as_heard(&chunks, heard_s)).filter(|h| !h.is_empty())
+}
+
 /// The spoken reply's quality, and the same graded as the LLM wrote it: the filter withholds
 /// what would fail, so the spoken verdict alone would flatter the model.
 pub(super) fn grade(
@@ -123,4 +153,38 @@ pub(super) fn grade(
         expect_keywords,
         &bounds,
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use voxlat_core::RequestId;
+
+    #[test]
+    fn a_reply_that_never_played_writes_no_wav_and_sessions_keep_their_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = PipelineConfig {
+            save_replies: Some(dir.path().to_path_buf()),
+            ..PipelineConfig::default()
+        };
+        let tl = Timeline::new(RequestId::new());
+        let mut rec = TurnRecord::blank("s", "t", "r", "x");
+        record_output(&mut rec, &tl, &mut Played::default(), 16_000, &cfg);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let mut played = Played {
+            samples: vec![0.1; 160],
+            ..Played::default()
+        };
+        record_output(&mut rec, &tl, &mut played, 16_000, &cfg);
+        assert!(dir.path().join("s-t-0.wav").exists());
+        let names: std::collections::BTreeSet<String> = (1..=2)
+            .map(|session| {
+                let mut r = TurnRecord::blank("s", "t", "r", "x");
+                r.sessions = 2;
+                r.session = session;
+                r.reply_wav_name()
+            })
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+    }
 }

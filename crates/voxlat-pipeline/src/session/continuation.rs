@@ -1,12 +1,16 @@
-//! The user went on: speech after a commit means the commit may have come too early.
+//! The user went on: speech after a commit means the commit may have come too early, or the
+//! user has something to add.
 //!
-//! Soon after the commit (within [`RESUMED_WITHIN_MS`]) the reply is paused, not dropped:
-//! its audio stops (or, not yet audible, stays held) and the session waits for what the user
-//! says. Words mean the commit was early: the reply gives way, and its words carry into the
-//! turn that continues them (one user message, never two, never lost). No words (a cough,
-//! "mm-hm", a noise the barge-in gate took for speech: [`super::adds`]) mean it was not: the
-//! reply plays on from where it stopped. Later speech is a barge-in, and the turn in flight is
-//! cancelled.
+//! Soon after the commit (within [`RESUMED_WITHIN_MS`]), or at any time over a reply the
+//! user can hear, the reply is paused, not dropped: its audio stops (or, not yet audible,
+//! stays held) and the session waits for what the user says, for [`RESUMED_WITHIN_MS`] from
+//! the interruption (LiveKit's `false_interruption_timeout`). No words (a cough, "mm-hm", a
+//! door, a noise the barge-in gate took for speech: [`super::adds`]) and the reply plays on
+//! from where it stopped. Words, before any of the reply was audible, mean the commit was
+//! early: the reply gives way, and its words carry into the turn that continues them (one
+//! user message, never two, never lost). Words over an audible reply are the next turn: the
+//! exchange stays in the conversation as it was heard (the user's words, and the reply up to
+//! the last sample played), and the new words are the next user message.
 
 use super::adds::{adds, Adds};
 use super::{Commit, Endpointed, Session};
@@ -35,6 +39,16 @@ pub(super) fn carried_words(rec: &TurnRecord, merge: bool) -> Option<String> {
     };
     let words = crate::history::continued(rec.merged_words.as_deref(), &rec.transcript);
     (unheard && !words.trim().is_empty()).then_some(words)
+}
+
+/// The words of a turn that was interrupted after the user heard some of its reply, and did
+/// not carry into the next (the exchange stays in the history as heard).
+pub(super) fn heard_words(rec: &TurnRecord, merge: bool) -> Option<String> {
+    let heard = rec.outcome == TurnOutcome::Interrupted
+        && !merge
+        && rec.events.contains_key(&EventKind::PlayoutStart);
+    let words = crate::history::continued(rec.merged_words.as_deref(), &rec.transcript);
+    (heard && !words.trim().is_empty()).then_some(words)
 }
 
 /// A committed reply paused because the user spoke soon after its commit.
@@ -138,8 +152,17 @@ impl Session<'_> {
             .filter(|ms| (0.0..=RESUMED_WITHIN_MS).contains(ms))
     }
 
-    /// Pauses the committed reply in flight for speech at `onset` soon after its commit (or
-    /// keeps it paused a while longer); false when there is none to pause.
+    /// Whether the committed reply was audible by `at`: its first sample had left the output.
+    fn reply_audible_at(&mut self, at: Nanos) -> bool {
+        self.turn
+            .committed()
+            .and_then(|t| t.tl.get(EventKind::PlayoutStart))
+            .is_some_and(|start| start <= at)
+    }
+
+    /// Pauses the committed reply in flight for speech at `onset` soon after its commit, or
+    /// over it while it is audible (or keeps it paused a while longer); false when there is
+    /// none to pause.
     fn pause_reply(&mut self, onset: Nanos, soon: bool) -> bool {
         if let Some(p) = self.paused.as_mut() {
             // More speech: what was said since the pause is not the end either.
@@ -151,6 +174,7 @@ impl Session<'_> {
             }
             return true;
         }
+        let soon = soon || self.reply_audible_at(onset);
         if !soon || !self.waiting.is_empty() {
             return false;
         }
@@ -255,10 +279,12 @@ impl Session<'_> {
     }
 
     /// The committed reply gives way to words the user went on with from `onset`: its turn
-    /// ends, and its words carry into the one that continues them.
+    /// ends. Not yet audible, its words carry into the one that continues them; audible, the
+    /// turn keeps the exchange as heard (`respond`), and the new words are a turn of their own.
     fn give_way(&mut self, onset: Nanos) {
+        let heard = self.reply_audible_at(onset);
         if let Some(t) = self.turn.committed() {
-            t.merge = true;
+            t.merge = !heard;
         }
         self.cancel_turn(onset);
     }

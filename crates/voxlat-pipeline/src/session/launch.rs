@@ -63,6 +63,7 @@ impl<'p> Session<'p> {
         ));
         // Cloned, not taken: a held reply that is dropped must not take the words with it.
         let carried = self.carried.clone();
+        let heard_before = self.heard_before.clone();
         let (cancel, cancel_rx) = watch::channel(None);
         let (pause, pause_rx) = watch::channel(None);
         let (meter, reply_spent) = meter();
@@ -123,9 +124,11 @@ impl<'p> Session<'p> {
             }
             if let Some(reference) = &meta.reference {
                 if rec.asr_compute_ms.is_some() {
-                    // What the LLM was asked: a merged turn's words begin in an earlier one.
-                    let said =
+                    // What the user said: a merged turn's words begin in an earlier one, and
+                    // so do those after a reply the user heard part of.
+                    let asked =
                         crate::history::continued(rec.merged_words.as_deref(), &rec.transcript);
+                    let said = crate::history::continued(heard_before.as_deref(), &asked);
                     rec.wer = Some(voxlat_core::text::wer(reference, &said));
                 }
             }

@@ -141,6 +141,10 @@ pub struct Session<'p> {
     /// The words of a committed turn the user went on from before its reply was audible:
     /// the next turn continues them (one user message, never two, never lost).
     carried: Option<String>,
+    /// The words of a turn whose reply the user heard part of before going on: they stay in
+    /// the history, and the next turn's WER is scored on them and its own words together (a
+    /// recording's utterance answered in two parts is still one utterance).
+    heard_before: Option<String>,
     /// When the carried words are asked again on their own, if no speech follows.
     ask_again: Option<AskAgain>,
     /// The committed reply is paused: the user spoke soon after its commit.
@@ -185,6 +189,7 @@ impl<'p> Session<'p> {
             waiting: std::collections::VecDeque::new(),
             last_commit: None,
             carried: None,
+            heard_before: None,
             ask_again: None,
             paused: None,
             speaking: false,
@@ -329,6 +334,7 @@ impl<'p> Session<'p> {
                         continue;
                     }
                     self.carried = carried_words(&rec, merge);
+                    self.heard_before = continuation::heard_words(&rec, merge);
                     if self.carried.is_some() {
                         // Its words go on in the next turn, which answers them afresh: the
                         // reply's compute was for nothing. Charged to this record.
