@@ -102,6 +102,42 @@ fn smart_turn_at_threshold_zero_commits_at_its_first_score() {
     assert!(out.contains("VNNI"), "the CPU-family note: {out}");
 }
 
+/// `--choose-on`: the setting is chosen on the bundled pause turns (300 ms cuts both off, so
+/// 5 % takes 800 ms) and reported, fixed, on a turn the choice never saw; the two sets may
+/// not share a file.
+#[test]
+fn a_setting_chosen_on_one_set_is_reported_on_the_other() {
+    let p = pauses();
+    let jfk = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/turns/test/jfk.toml");
+    let (ok, out, doc) = run(&[
+        jfk.to_str().unwrap(),
+        "--choose-on",
+        p.to_str().unwrap(),
+        "--policy",
+        "webrtc",
+        "--hangovers",
+        "300,800",
+    ]);
+    assert!(ok, "{out}");
+    let chosen = &doc["chosen"];
+    // No 600 ms point in this sweep, so only the fixed targets.
+    assert_eq!(chosen["targets"].as_array().unwrap().len(), 2, "{out}");
+    let at_5 = &chosen["policies"][0]["chosen"][0];
+    assert_eq!(at_5["chosen"]["setting"], 800.0, "{out}");
+    assert_eq!(at_5["chosen"]["cutoff"], 0.0, "{out}");
+    assert_eq!(at_5["reported"]["setting"], 800.0, "{out}");
+    assert_eq!(doc["turns"], 1, "reported on JFK's one turn: {out}");
+    assert!(out.contains("Settings chosen on 2 turns (pauses)"), "{out}");
+    let (ok, out, _) = run(&[
+        p.to_str().unwrap(),
+        "--choose-on",
+        p.to_str().unwrap(),
+        "--policy",
+        "webrtc",
+    ]);
+    assert!(!ok && out.contains("disjoint"), "{out}");
+}
+
 #[test]
 fn bad_settings_and_turns_without_truth_name_the_problem() {
     let p = pauses();

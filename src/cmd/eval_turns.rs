@@ -2,7 +2,7 @@
 
 use crate::common::stages::runtime_path;
 use crate::common::turn::load_turn_model;
-use crate::report::{print_turn_eval, turn_eval_page};
+use crate::report::{print_choices, print_turn_eval, turn_eval_page};
 use anyhow::{Context, Result};
 use clap::Args;
 use std::path::PathBuf;
@@ -20,10 +20,28 @@ use voxlat_vad::EndpointerConfig;
 /// the same input gives the same figures on the same CPU family.
 #[derive(Args, Debug)]
 pub struct EvalTurnsArgs {
-    /// Scenario TOML files or directories of them (searched recursively).
-    /// [default: scenarios/turns/]
+    /// Scenario TOML files or directories of them (searched recursively; a file named twice
+    /// counts once). [default: scenarios/turns/test, the half no constant was fitted on]
     #[arg(value_name = "SCENARIO")]
     pub scenarios: Vec<PathBuf>,
+    /// Choose each policy's setting on these scenarios (the fastest at or under 5 %, 10 % and
+    /// the default hangover's cut-off rate there), then report those settings, fixed, on the
+    /// SCENARIO turns: figures that no choice made on the turns they describe.
+    /// Give it again for more than one directory or file.
+    #[arg(long, value_name = "DIR|FILE")]
+    pub choose_on: Vec<PathBuf>,
+    /// A recording of a room (WAV) to add under every turn, at --snr under its speech: the
+    /// truth stays the clean clip's, so the figures say what the room costs.
+    #[arg(long, value_name = "WAV", requires = "snr")]
+    pub noise: Option<PathBuf>,
+    /// The speech's active level over the noise's, dB (with --noise).
+    #[arg(
+        long,
+        value_name = "DB",
+        requires = "noise",
+        allow_negative_numbers = true
+    )]
+    pub snr: Option<f64>,
     /// Policies to run: webrtc (the plain silence hangover, swept); smart-turn (Smart Turn
     /// v3.2 as Pipecat runs it: scored when the VAD has heard the action delay of silence,
     /// Pipecat's 200 ms among others, committed anyway after 3 s; threshold and delay
@@ -85,13 +103,9 @@ fn sweeps(args: &EvalTurnsArgs) -> Vec<PolicySweep> {
         .collect()
 }
 
-pub fn run(args: EvalTurnsArgs) -> Result<ExitCode> {
-    let roots = if args.scenarios.is_empty() {
-        vec![PathBuf::from("scenarios/turns")]
-    } else {
-        args.scenarios.clone()
-    };
-    let files = voxlat_pipeline::discover::scenario_files(&roots, true);
+/// The turns with a true end under `roots`, and the files they came from.
+fn load_turns(roots: &[PathBuf]) -> Result<(Vec<PathBuf>, Vec<LoadedTurn>)> {
+    let files = voxlat_pipeline::discover::scenario_files(roots, true);
     anyhow::ensure!(
         !files.is_empty(),
         "no scenario file found in {roots:?}: give TOML files with speech_end_ms and pauses_ms, or directories of them"
@@ -112,6 +126,59 @@ pub fn run(args: EvalTurnsArgs) -> Result<ExitCode> {
         turns.iter().any(|t| t.speech_end_annotated),
         "no turn in {files:?} has speech_end_ms, the true end a commit is judged against"
     );
+    Ok((files, turns))
+}
+
+pub fn run(args: EvalTurnsArgs) -> Result<ExitCode> {
+    let roots = if args.scenarios.is_empty() {
+        vec![PathBuf::from("scenarios/turns/test")]
+    } else {
+        args.scenarios.clone()
+    };
+    let noise = match &args.noise {
+        Some(path) => {
+            let n = voxlat_audio::wav::read_at(path, voxlat_audio::PIPELINE_RATE)
+                .map(|d| d.audio.samples)
+                .with_context(|| format!("reading the room noise {}", path.display()))?;
+            anyhow::ensure!(
+                n.iter().any(|&x| x != 0.0),
+                "the room noise {} is silent: give a recording of a room",
+                path.display()
+            );
+            Some(turn_eval::noise::looped(&n))
+        }
+        None => None,
+    };
+    let noisy = |turns: Vec<LoadedTurn>| -> Vec<LoadedTurn> {
+        match (&noise, args.snr) {
+            (Some(n), Some(snr)) => turns
+                .iter()
+                .enumerate()
+                .filter_map(|(i, t)| {
+                    turn_eval::noise::mix(t, n, snr, turn_eval::noise::offset_for(i, n.len()))
+                })
+                .collect(),
+            _ => turns,
+        }
+    };
+    let (files, turns) = load_turns(&roots)?;
+    let turns = noisy(turns);
+    let choice_set = if args.choose_on.is_empty() {
+        None
+    } else {
+        let (chosen_files, chosen_turns) = load_turns(&args.choose_on)?;
+        let canonical = |f: &PathBuf| f.canonicalize().unwrap_or_else(|_| f.clone());
+        let reported: Vec<PathBuf> = files.iter().map(canonical).collect();
+        let overlap: Vec<&PathBuf> = chosen_files
+            .iter()
+            .filter(|f| reported.contains(&canonical(f)))
+            .collect();
+        anyhow::ensure!(
+            overlap.is_empty(),
+            "--choose-on and the scenarios reported on share {overlap:?}: a setting chosen on the turns it reports flatters it; give two disjoint sets"
+        );
+        Some((chosen_files, noisy(chosen_turns)))
+    };
     let sweeps = sweeps(&args);
     let base = EndpointerConfig::default();
     // Every setting is checked before a model loads or a turn runs.
@@ -158,8 +225,21 @@ pub fn run(args: EvalTurnsArgs) -> Result<ExitCode> {
                 .map_err(|e| e.to_string())
         }
     });
-    let asr = transcribe.as_mut().map(|f| f as turn_eval::Transcribe<'_>);
+    let mut asr = transcribe.as_mut().map(|f| f as turn_eval::Transcribe<'_>);
+    let on = match &choice_set {
+        Some((_, chosen_turns)) => Some(turn_eval::evaluate(
+            chosen_turns,
+            &base,
+            &sweeps,
+            model.clone(),
+            asr.as_mut().map(|f| &mut **f as turn_eval::Transcribe<'_>),
+        )?),
+        None => None,
+    };
     let report = turn_eval::evaluate(&turns, &base, &sweeps, model, asr)?;
+    let choices = on
+        .as_ref()
+        .map(|on| turn_eval::choose::choose(on, &report, f64::from(base.hangover_ms)));
     for f in &report.asr_failures {
         eprintln!("warning: a speculative transcription failed: {f} (its tail counts as bare)");
     }
@@ -168,6 +248,9 @@ pub fn run(args: EvalTurnsArgs) -> Result<ExitCode> {
     }
     let cpu = voxlat_core::cpu::CpuInfo::detect();
     print_turn_eval(&report, &cpu);
+    if let (Some(c), Some(on), Some((chosen_files, _))) = (&choices, &on, &choice_set) {
+        print_choices(c, on, &report, chosen_files);
+    }
     if let Some(path) = &args.json {
         // The header records the CPU, whose family Smart Turn's scores depend on.
         let header =
@@ -175,6 +258,7 @@ pub fn run(args: EvalTurnsArgs) -> Result<ExitCode> {
         let doc = serde_json::json!({
             "header": header,
             "scenarios": files,
+            "noise": args.noise.as_ref().map(|p| serde_json::json!({"file": p, "snr_db": args.snr})),
             "endpointer": base,
             "turns": report.turns,
             "pauses": report.pauses,
@@ -183,6 +267,8 @@ pub fn run(args: EvalTurnsArgs) -> Result<ExitCode> {
             "speech_end": report.speech_end,
             "stops": report.stops,
             "policies": report.policies,
+            "choose_on": choice_set.as_ref().map(|(f, _)| f),
+            "chosen": choices,
         });
         voxlat_core::fsio::write_atomic(path, serde_json::to_string_pretty(&doc)?.as_bytes())
             .with_context(|| format!("writing {}", path.display()))?;

@@ -13,5 +13,5 @@ mod turn_eval_html;
 pub use levels::print_levels;
 pub use summary::print_report;
 pub use sweep::print_sweep;
-pub use turn_eval::print_turn_eval;
+pub use turn_eval::{print_choices, print_turn_eval};
 pub use turn_eval_html::turn_eval_page;

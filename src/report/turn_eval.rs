@@ -1,7 +1,9 @@
 //! `eval-turns`' tables: eot-bench's figures per policy, then each policy's curve.
 
+use std::path::PathBuf;
 use voxlat_core::cpu::CpuInfo;
 use voxlat_core::table::Table;
+use voxlat_pipeline::turn_eval::choose::{Choices, TARGETS};
 use voxlat_pipeline::turn_eval::EvalReport;
 
 fn rate(v: Option<f64>) -> String {
@@ -14,7 +16,7 @@ fn ms(v: Option<f64>) -> String {
 
 pub fn print_turn_eval(report: &EvalReport, cpu: &CpuInfo) {
     println!(
-        "Turn-taking on {} turns with {} labelled pauses (eot-bench's metric: a commit inside a pause cuts the speaker off; latency is the silence after the true end until the commit, mean (P50) over the turns not cut off, audio time):",
+        "Turn-taking on {} turns with {} labelled pauses (eot-bench's metric, stricter: a commit inside a pause or anywhere before the true end cuts the speaker off; latency is the silence after the true end until the commit, mean (P50) over the turns not cut off, audio time):",
         report.turns, report.pauses
     );
     let mut t = Table::new(&[
@@ -46,7 +48,13 @@ pub fn print_turn_eval(report: &EvalReport, cpu: &CpuInfo) {
         } else {
             p.knob.clone()
         };
-        let mut t = Table::new(&[&knob, "cut-off", "latency mean", "latency p50"]);
+        let mut t = Table::new(&[
+            &knob,
+            "cut-off",
+            "in a pause (eot-bench)",
+            "latency mean",
+            "latency p50",
+        ]);
         // A grid of two knobs is long: its table keeps the settings no other beats on both
         // figures (the JSON keeps every one).
         let shown: Vec<&voxlat_core::cutoff::Point> = if two_knobs {
@@ -71,6 +79,7 @@ pub fn print_turn_eval(report: &EvalReport, cpu: &CpuInfo) {
             t.row(vec![
                 setting,
                 format!("{:.1}%", point.cutoff * 100.0),
+                format!("{:.1}%", point.cutoff_in_pause * 100.0),
                 ms(point.latency_mean_ms),
                 ms(point.latency_p50_ms),
             ]);
@@ -106,4 +115,79 @@ pub fn print_turn_eval(report: &EvalReport, cpu: &CpuInfo) {
             );
         }
     }
+}
+
+/// `eval-turns --choose-on`: each policy's settings as chosen on one set, and what they do on
+/// the turns reported.
+pub fn print_choices(c: &Choices, on: &EvalReport, report: &EvalReport, files: &[PathBuf]) {
+    println!(
+        "\nSettings chosen on {} turns ({}), the fastest at or under each cut-off rate there, then held fixed on the {} turns above. Cut-off counts a commit inside a pause or before the end; eot-bench's own figure counts the pauses only:",
+        on.turns,
+        files
+            .iter()
+            .filter_map(|f| f.file_stem())
+            .map(|s| s.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(", "),
+        report.turns
+    );
+    let mut t = Table::new(&[
+        "policy",
+        "chosen at",
+        "setting",
+        "there: cut-off",
+        "latency",
+        "here: cut-off",
+        "in a pause",
+        "latency mean (P50)",
+    ]);
+    for p in &c.policies {
+        for (i, (&target, chosen)) in c.targets.iter().zip(&p.chosen).enumerate() {
+            let at = if i < TARGETS.len() {
+                format!("{:.0} %", target * 100.0)
+            } else {
+                format!("{:.0} ms's {:.1} %", c.hangover_ms, target * 100.0)
+            };
+            let Some(chosen) = chosen else {
+                t.row(vec![
+                    p.policy.clone(),
+                    at,
+                    "not reached".into(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ]);
+                continue;
+            };
+            let setting = match chosen.chosen.delay_ms {
+                Some(d) => format!("{} @ {d} ms", chosen.chosen.setting),
+                None => format!("{}", chosen.chosen.setting),
+            };
+            let pct = |v: f64| format!("{:.1}%", v * 100.0);
+            let (here_cut, here_pause, here_latency) = match &chosen.reported {
+                Some(r) => (
+                    pct(r.cutoff),
+                    pct(r.cutoff_in_pause),
+                    match (r.latency_mean_ms, r.latency_p50_ms) {
+                        (Some(m), Some(p50)) => format!("{m:.0} ms ({p50:.0})"),
+                        _ => "every turn cut off".into(),
+                    },
+                ),
+                None => ("not run".into(), String::new(), String::new()),
+            };
+            t.row(vec![
+                p.policy.clone(),
+                at,
+                setting,
+                pct(chosen.chosen.cutoff),
+                ms(chosen.chosen.latency_mean_ms),
+                here_cut,
+                here_pause,
+                here_latency,
+            ]);
+        }
+    }
+    print!("{}", t.render());
 }

@@ -121,8 +121,13 @@ pub struct Point {
     /// sweeps the operating point over every knob, not the threshold alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay_ms: Option<u32>,
-    /// Turns cut off / turns, a fraction.
+    /// Turns cut off / turns, a fraction: a commit inside a labelled pause or anywhere
+    /// before the true end (stricter than eot-bench).
     pub cutoff: f64,
+    /// Turns committed inside a labelled pause / turns: eot-bench's own figure, which does not
+    /// count a commit before the end outside every labelled pause.
+    #[serde(default)]
+    pub cutoff_in_pause: f64,
     /// Over the turns not cut off; `None` when every turn was.
     pub latency_mean_ms: Option<f64>,
     pub latency_p50_ms: Option<f64>,
@@ -135,6 +140,10 @@ impl Point {
             return None;
         }
         let cut = verdicts.iter().filter(|v| v.cut_off()).count();
+        let in_pause = verdicts
+            .iter()
+            .filter(|v| matches!(v, Verdict::InPause { .. }))
+            .count();
         let mut latencies: Vec<f64> = verdicts
             .iter()
             .filter_map(|v| match v {
@@ -151,6 +160,7 @@ impl Point {
             setting,
             delay_ms: None,
             cutoff: cut as f64 / verdicts.len() as f64,
+            cutoff_in_pause: in_pause as f64 / verdicts.len() as f64,
             latency_mean_ms: mean,
             latency_p50_ms: p50,
         })
@@ -179,6 +189,33 @@ pub fn point_at_rate(points: &[Point], rate: f64) -> Option<&Point> {
             let mean = |p: &Point| p.latency_mean_ms.unwrap_or(f64::INFINITY);
             mean(a).total_cmp(&mean(b))
         })
+}
+
+/// A setting chosen on one set of turns, and what it does on another.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Chosen {
+    /// The cut-off rate the setting was chosen at (a fraction): the fastest at or under it.
+    pub target: f64,
+    /// The point on the set it was chosen on.
+    pub chosen: Point,
+    /// The same setting on the set it is reported on; `None` when that set has no such point.
+    pub reported: Option<Point>,
+}
+
+/// Chooses the fastest setting at or under `rate` on `choose_on` ([`point_at_rate`]) and
+/// reads the same setting (and second knob) from `report_on`: a figure that no choice made on
+/// the turns it reports. `None` when no setting on `choose_on` is that rare a cut-off.
+pub fn choose(choose_on: &[Point], report_on: &[Point], rate: f64) -> Option<Chosen> {
+    let chosen = point_at_rate(choose_on, rate)?.clone();
+    let reported = report_on
+        .iter()
+        .find(|p| p.setting == chosen.setting && p.delay_ms == chosen.delay_ms)
+        .cloned();
+    Some(Chosen {
+        target: rate,
+        chosen,
+        reported,
+    })
 }
 
 /// The mean latency of [`point_at_rate`], as eot-bench reports it.
@@ -315,10 +352,12 @@ mod tests {
         ];
         let point = Point::of(0.5, &v).unwrap();
         assert_eq!(point.cutoff, 0.25);
+        assert_eq!(point.cutoff_in_pause, 0.25);
         assert_eq!(point.latency_mean_ms, Some(500.0));
         assert_eq!(point.latency_p50_ms, Some(400.0));
         let all_cut = Point::of(0.1, &[Verdict::BeforeEnd]).unwrap();
         assert_eq!((all_cut.cutoff, all_cut.latency_mean_ms), (1.0, None));
+        assert_eq!(all_cut.cutoff_in_pause, 0.0, "eot-bench counts pauses only");
         assert_eq!(Point::of(0.1, &[]), None);
     }
 
@@ -328,6 +367,7 @@ mod tests {
             setting,
             delay_ms: None,
             cutoff: cut as f64 / 20.0,
+            cutoff_in_pause: cut as f64 / 20.0,
             latency_mean_ms: Some(mean),
             latency_p50_ms: Some(mean),
         };
@@ -387,5 +427,43 @@ mod tests {
             (curve.cutoff_at_300ms, curve.cutoff_at_600ms),
             (Some(0.45), Some(0.10))
         );
+    }
+
+    #[test]
+    fn a_setting_chosen_on_one_set_is_reported_as_it_does_on_the_other() {
+        let tune = curve();
+        // On the other set every setting cuts off more and waits a little longer.
+        let test: Vec<Point> = tune
+            .iter()
+            .map(|p| Point {
+                cutoff: p.cutoff + 0.1,
+                latency_mean_ms: p.latency_mean_ms.map(|l| l + 30.0),
+                ..p.clone()
+            })
+            .collect();
+        let c = choose(&tune, &test, 0.05).unwrap();
+        assert_eq!(c.chosen.setting, 800.0, "chosen on the first set");
+        let r = c.reported.unwrap();
+        assert_eq!(
+            r.setting, 800.0,
+            "the same setting, not the other set's best"
+        );
+        assert!((r.cutoff - 0.15).abs() < 1e-9);
+        assert_eq!(r.latency_mean_ms, Some(840.0));
+        // The choice ignores the other set: there no setting reaches 5 %, and its own 10 %
+        // point is 1000 ms, not the 500 ms chosen on the first set.
+        assert!(point_at_rate(&test, 0.05).is_none());
+        assert_eq!(point_at_rate(&test, 0.10).unwrap().setting, 1000.0);
+        assert_eq!(choose(&tune, &test, 0.10).unwrap().chosen.setting, 500.0);
+        // A second knob must match too.
+        let delayed: Vec<Point> = test
+            .iter()
+            .map(|p| Point {
+                delay_ms: Some(200),
+                ..p.clone()
+            })
+            .collect();
+        assert_eq!(choose(&tune, &delayed, 0.05).unwrap().reported, None);
+        assert_eq!(choose(&tune[..5], &test, 0.05), None);
     }
 }

@@ -9,7 +9,9 @@ pub const MAX_DEPTH: usize = 4;
 
 /// The scenario files under `roots`: a file is taken as it is (its loading reports whether it
 /// is one), a directory gives its `.toml` files, and with `recursive` those of its
-/// subdirectories too, down to [`MAX_DEPTH`].
+/// subdirectories too, down to [`MAX_DEPTH`]. A file named twice (a directory and a file in
+/// it, or two spellings of one path) is listed once, where it first came: its turns must not
+/// count twice.
 pub fn scenario_files(roots: &[PathBuf], recursive: bool) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for r in roots {
@@ -19,6 +21,8 @@ pub fn scenario_files(roots: &[PathBuf], recursive: bool) -> Vec<PathBuf> {
             out.push(r.clone());
         }
     }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|p| seen.insert(p.canonicalize().unwrap_or_else(|_| p.clone())));
     out
 }
 
@@ -64,6 +68,16 @@ mod tests {
                 root.join("test/c.toml")
             ]
         );
+        // A file named again, directly or through another spelling, is listed once.
+        let twice = scenario_files(
+            &[
+                root.to_path_buf(),
+                root.join("test/c.toml"),
+                root.join("test/../a.toml"),
+            ],
+            true,
+        );
+        assert_eq!(twice, deep);
         // A file is passed on as given, whatever its name.
         let given = root.join("notes.md");
         assert_eq!(

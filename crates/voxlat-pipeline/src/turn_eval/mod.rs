@@ -3,7 +3,9 @@
 //! (the endpointer's first), judged cut off or not against the turn's labelled pauses
 //! ([`voxlat_core::cutoff`]). Unpaced and deterministic: audio time, no other stage.
 
+pub mod choose;
 pub mod cue_eval;
+pub mod noise;
 pub mod policy;
 pub mod run;
 pub mod stops;
