@@ -58,7 +58,8 @@ fn a_short_hangover_cuts_off_inside_the_labelled_pauses_and_a_long_one_does_not(
     }
     for c in policy["turns"][1]["commits"].as_array().unwrap() {
         let latency = c["verdict"]["latency_ms"].as_f64().unwrap();
-        assert!((800.0..1200.0).contains(&latency), "{c}");
+        // The hangover and the VAD's own lag (one or two 20 ms frames), in audio time.
+        assert!((800.0..=850.0).contains(&latency), "{c}");
     }
     let mean = points[1]["latency_mean_ms"].as_f64().unwrap();
     assert_eq!(policy["latency_at_5pct_ms"].as_f64(), Some(mean), "{out}");
@@ -97,7 +98,7 @@ fn smart_turn_at_threshold_zero_commits_at_its_first_score() {
     assert_eq!(points[1]["delay_ms"], 1000, "{out}");
     assert_eq!(points[1]["cutoff"], 0.0, "{out}");
     let late = points[1]["latency_mean_ms"].as_f64().unwrap();
-    assert!((1000.0..1300.0).contains(&late), "{out}");
+    assert!((1000.0..=1050.0).contains(&late), "{out}");
     assert!(doc["turn_score_ms"]["n"].as_u64().unwrap() >= 2, "{out}");
     assert!(out.contains("VNNI"), "the CPU-family note: {out}");
 }

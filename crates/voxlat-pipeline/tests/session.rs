@@ -1025,7 +1025,9 @@ fn a_replayed_commit_is_judged_against_the_labelled_pauses() {
     );
     match verdict(900) {
         voxlat_core::cutoff::Verdict::AfterEnd { latency_ms } => {
-            assert!((900.0..1300.0).contains(&latency_ms), "{latency_ms}")
+            // The hangover and the VAD's lag, in audio time (the verdict is judged on the
+            // sample the commit came at, not on the clock).
+            assert!((900.0..=960.0).contains(&latency_ms), "{latency_ms}")
         }
         other => panic!("{other:?}"),
     }

@@ -44,8 +44,10 @@ pub const MAX_SPEECH_S: f64 = 120.0;
 pub const MAX_SPEECH_S_PER_CHAR: f64 = 0.5;
 
 /// How much audio speaking `text` may bring before the call is cut: [`MAX_SPEECH_S`], or
-/// [`MAX_SPEECH_S_PER_CHAR`] per character where that is more. Memory per call stays bounded
-/// (120 s at 24 kHz is 11 MB of samples) even from a server that streams forever.
+/// [`MAX_SPEECH_S_PER_CHAR`] per character where that is more, in seconds at the rate the
+/// audio is read at (the server's header may set it, from 1 to 384 kHz). Memory per call
+/// stays bounded even from a server that streams forever: 120 s of samples is 11 MB at
+/// OpenAI's 24 kHz, and 184 MB at the highest rate a header may claim.
 pub fn speech_cap_s(text: &str) -> f64 {
     (text.chars().count() as f64 * MAX_SPEECH_S_PER_CHAR).max(MAX_SPEECH_S)
 }
