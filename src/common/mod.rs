@@ -55,8 +55,12 @@ pub fn wav_advice(e: &voxlat_audio::wav::WavError) -> &'static str {
 /// Logs go to stderr, off unless `RUST_LOG` asks for them: stdout is for results. Turns are
 /// exported as OpenTelemetry spans when `OTEL_EXPORTER_OTLP_ENDPOINT` is set; hold the guard
 /// until the end of `main` so the last spans are flushed.
+///
+/// whisper.cpp logs a decode the pipeline stopped (a transcription nobody waits for any more)
+/// as an error, "failed to encode", once per stop; its real failures reach the user as voxlat's
+/// own errors, so its log is off unless `RUST_LOG` names it.
 pub fn init_tracing() -> voxlat_telemetry::TracingGuard {
-    voxlat_telemetry::init_tracing("voxlat", "warn")
+    voxlat_telemetry::init_tracing("voxlat", "warn,whisper_rs::whisper_logging_hook=off")
 }
 
 /// The metrics and spans name for a turn's outcome.
