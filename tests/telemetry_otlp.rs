@@ -155,7 +155,7 @@ fn replay_exports_one_trace_per_turn_with_stage_spans_and_timeline_attributes() 
             )
         })
         .collect();
-    assert_eq!(segments.len(), 8, "{segments:?}");
+    assert_eq!(segments.len(), 9, "{segments:?}");
 
     // The process flushed its spans before exiting: everything has arrived.
     let got = got.lock().unwrap();
