@@ -63,16 +63,7 @@ fn words_over_the_reply_silence_it_and_follow_the_exchange_as_heard() {
     );
     let served = llm.requests();
     assert_eq!(served.len(), 2);
-    let messages = served[1].body["messages"].as_array().unwrap();
-    let said: Vec<(String, String)> = messages
-        .iter()
-        .map(|m| {
-            (
-                m["role"].as_str().unwrap().to_string(),
-                m["content"].as_str().unwrap().to_lowercase(),
-            )
-        })
-        .collect();
+    let said = common::said(&served[1].body);
     let n = said.len();
     assert!(n >= 4, "{said:?}");
     assert!(

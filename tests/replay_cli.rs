@@ -256,17 +256,7 @@ fn a_pause_no_scenario_labels_is_answered_as_heard_and_no_word_is_lost() {
     assert!(o.status.success(), "{}", output_text(&o));
     let served = llm.requests();
     assert_eq!(served.len(), 2, "{}", output_text(&o));
-    let said: Vec<(String, String)> = served[1].body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            (
-                m["role"].as_str().unwrap().to_string(),
-                m["content"].as_str().unwrap().to_lowercase(),
-            )
-        })
-        .collect();
+    let said = common::said(&served[1].body);
     let n = said.len();
     let last = &said[n - 1];
     assert_eq!(last.0, "user", "{said:?}");

@@ -146,3 +146,20 @@ pub fn results_json(dir: &std::path::Path) -> serde_json::Value {
         .expect("results file");
     serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
 }
+
+/// A chat request body's messages, as (role, content in lower case), in order.
+pub fn said(body: &serde_json::Value) -> Vec<(String, String)> {
+    body["messages"]
+        .as_array()
+        .map(|ms| {
+            ms.iter()
+                .map(|m| {
+                    (
+                        m["role"].as_str().unwrap_or_default().to_string(),
+                        m["content"].as_str().unwrap_or_default().to_lowercase(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
