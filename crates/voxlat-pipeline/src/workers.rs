@@ -207,24 +207,64 @@ impl Drop for AsrWorker {
     }
 }
 
-/// Messages to the TTS worker for one turn.
-pub enum TtsMsg {
-    Begin {
-        timeline: Arc<Timeline>,
-        out: mpsc::UnboundedSender<ChunkAudio>,
-        /// Raised on barge-in: chunks still queued are skipped, not synthesized.
-        cancel: Arc<AtomicBool>,
-        /// Told each chunk's synthesis time, heard or not.
-        meter: Option<Meter>,
-        /// The reply's pause: while it is paused, synthesis stops once [`PAUSED_AHEAD_S`] of
-        /// its audio is left to play.
-        pause: Option<Pause>,
-    },
+/// What a turn's stream is synthesized for.
+pub struct TtsBegin {
+    pub timeline: Arc<Timeline>,
+    pub out: mpsc::UnboundedSender<ChunkAudio>,
+    /// Raised on barge-in: chunks still queued are skipped, not synthesized.
+    pub cancel: Arc<AtomicBool>,
+    /// Told each chunk's synthesis time, heard or not.
+    pub meter: Option<Meter>,
+    /// The reply's pause: while it is paused, synthesis stops once [`PAUSED_AHEAD_S`] of its
+    /// audio is left to play.
+    pub pause: Option<Pause>,
+}
+
+/// Messages to the TTS worker, each naming its turn: a turn that is dropped mid-stream, or
+/// one that begins before the last has ended, cannot take another turn's chunks or end it.
+enum TtsMsg {
+    Begin(u64, Box<TtsBegin>),
     Chunk {
+        turn: u64,
         text: String,
         submitted: Nanos,
     },
-    End,
+    End(u64),
+}
+
+impl TtsMsg {
+    fn turn(&self) -> u64 {
+        match self {
+            TtsMsg::Begin(t, _) | TtsMsg::End(t) | TtsMsg::Chunk { turn: t, .. } => *t,
+        }
+    }
+}
+
+/// One turn's stream to the TTS worker. Dropping it ends the turn, however the turn ends
+/// (finished, cancelled, or its future dropped), so the worker is never left waiting on it.
+pub struct TtsTurn {
+    id: u64,
+    tx: Option<std_mpsc::Sender<TtsMsg>>,
+}
+
+impl TtsTurn {
+    pub fn chunk(&self, text: String, submitted: Nanos) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(TtsMsg::Chunk {
+                turn: self.id,
+                text,
+                submitted,
+            });
+        }
+    }
+}
+
+impl Drop for TtsTurn {
+    fn drop(&mut self) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(TtsMsg::End(self.id));
+        }
+    }
 }
 
 /// Joined on drop, like [`AsrWorker`].
@@ -232,6 +272,7 @@ pub struct TtsWorker {
     tx: Option<std_mpsc::Sender<TtsMsg>>,
     thread: Option<std::thread::JoinHandle<()>>,
     pub sample_rate: u32,
+    turns: std::sync::atomic::AtomicU64,
 }
 
 impl TtsWorker {
@@ -290,64 +331,104 @@ impl TtsWorker {
             tx: Some(tx),
             thread: Some(thread),
             sample_rate,
+            turns: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
-    pub fn send(&self, msg: TtsMsg) {
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(msg);
+    /// Opens a turn's stream. Turns are synthesized one at a time, in the order they began:
+    /// one that begins while another is still open waits for that one to end.
+    pub fn begin(&self, begin: TtsBegin) -> TtsTurn {
+        let id = self.turns.fetch_add(1, Ordering::Relaxed);
+        let tx = self.tx.clone();
+        if let Some(tx) = &tx {
+            let _ = tx.send(TtsMsg::Begin(id, Box::new(begin)));
+        }
+        TtsTurn { id, tx }
+    }
+}
+
+/// The worker's mailbox: messages of a turn that began while another was open wait here, in
+/// order, until that turn is served.
+struct Inbox<'a> {
+    rx: &'a std_mpsc::Receiver<TtsMsg>,
+    held: std::collections::VecDeque<TtsMsg>,
+}
+
+impl Inbox<'_> {
+    /// The next turn to serve; `None` once the worker is dropped.
+    fn next_begin(&mut self) -> Option<(u64, TtsBegin)> {
+        loop {
+            let msg = match self.held.pop_front() {
+                Some(m) => m,
+                None => self.rx.recv().ok()?,
+            };
+            // Anything else belongs to a turn already served.
+            if let TtsMsg::Begin(id, b) = msg {
+                return Some((id, *b));
+            }
+        }
+    }
+
+    /// The next message of `turn`; `None` once the worker is dropped.
+    fn next_of(&mut self, turn: u64) -> Option<TtsMsg> {
+        if let Some(i) = self.held.iter().position(|m| m.turn() == turn) {
+            return self.held.remove(i);
+        }
+        loop {
+            let msg = self.rx.recv().ok()?;
+            if msg.turn() == turn {
+                return Some(msg);
+            }
+            self.held.push_back(msg);
         }
     }
 }
 
-/// One turn at a time: a stream borrows the voice from `Begin` to `End`.
+/// One turn at a time: a stream borrows the voice from its `Begin` to its `End`.
 fn serve_tts<V: Synthesize>(voice: &mut V, rx: &std_mpsc::Receiver<TtsMsg>) {
-    while let Ok(msg) = rx.recv() {
-        let TtsMsg::Begin {
+    let mut inbox = Inbox {
+        rx,
+        held: std::collections::VecDeque::new(),
+    };
+    while let Some((turn, begin)) = inbox.next_begin() {
+        let TtsBegin {
             timeline,
             out,
             cancel,
             meter,
             pause,
-        } = msg
-        else {
-            continue;
-        };
+        } = begin;
         let stream_tl = timeline.clone();
         let mut stream = TtsStream::new(voice, timeline);
         // Seconds of audio made for this reply so far.
         let mut made_s = 0.0;
-        loop {
-            match rx.recv() {
-                Ok(TtsMsg::Chunk { .. }) if cancel.load(Ordering::Acquire) => {}
-                Ok(TtsMsg::Chunk { text, submitted }) => {
-                    // A paused reply that has enough audio to play on with makes no more
-                    // until the user's words decide it: the deciding transcription gets the
-                    // cores, and a reply that gives way wastes less synthesis.
-                    wait_while_paused(pause.as_ref(), &cancel, &stream_tl, made_s);
-                    if cancel.load(Ordering::Acquire) {
-                        continue;
+        while let Some(TtsMsg::Chunk {
+            text, submitted, ..
+        }) = inbox.next_of(turn)
+        {
+            if cancel.load(Ordering::Acquire) {
+                continue;
+            }
+            // A paused reply that has enough audio to play on with makes no more until the
+            // user's words decide it: the deciding transcription gets the cores, and a reply
+            // that gives way wastes less synthesis.
+            wait_while_paused(pause.as_ref(), &cancel, &stream_tl, made_s);
+            if cancel.load(Ordering::Acquire) {
+                continue;
+            }
+            let started = clock::now();
+            let spoken = stream.speak_submitted(&text, submitted);
+            if let Some(m) = &meter {
+                m.span(started, clock::now());
+            }
+            match spoken {
+                Ok(chunk) => {
+                    if chunk.sample_rate > 0 {
+                        made_s += chunk.samples.len() as f64 / f64::from(chunk.sample_rate);
                     }
-                    let started = clock::now();
-                    let spoken = stream.speak_submitted(&text, submitted);
-                    if let Some(m) = &meter {
-                        m.span(started, clock::now());
-                    }
-                    match spoken {
-                        Ok(chunk) => {
-                            if chunk.sample_rate > 0 {
-                                made_s += chunk.samples.len() as f64 / f64::from(chunk.sample_rate);
-                            }
-                            let _ = out.send(chunk);
-                        }
-                        Err(e) => tracing::warn!("TTS failed on {text:?}: {e}"),
-                    }
+                    let _ = out.send(chunk);
                 }
-                Ok(TtsMsg::End) | Err(_) => break,
-                Ok(TtsMsg::Begin { .. }) => {
-                    tracing::warn!("TTS: a turn began before the previous one ended; dropping it");
-                    break;
-                }
+                Err(e) => tracing::warn!("TTS failed on {text:?}: {e}"),
             }
         }
         stream.finish();
@@ -555,5 +636,52 @@ mod tests {
             "the running job gave up"
         );
         drop(worker);
+    }
+
+    fn tts_turn(worker: &TtsWorker) -> (TtsTurn, mpsc::UnboundedReceiver<ChunkAudio>) {
+        let (out, rx) = mpsc::unbounded_channel();
+        let turn = worker.begin(TtsBegin {
+            timeline: Arc::new(Timeline::new(voxlat_core::RequestId::new())),
+            out,
+            cancel: Arc::default(),
+            meter: None,
+            pause: None,
+        });
+        (turn, rx)
+    }
+
+    /// Audio of every chunk the turn's stream delivered, once the stream has ended.
+    fn heard(rx: &mut mpsc::UnboundedReceiver<ChunkAudio>) -> usize {
+        let mut n = 0;
+        while let Some(c) = rx.blocking_recv() {
+            n += usize::from(!c.samples.is_empty());
+        }
+        n
+    }
+
+    #[test]
+    fn a_turn_dropped_mid_stream_leaves_the_next_turn_its_audio() {
+        let fake = crate::fake::FakeTts::new(Duration::from_millis(5));
+        let worker = TtsWorker::spawn(move || Ok::<_, std::convert::Infallible>(fake))
+            .expect("the worker starts");
+        let (dropped, mut dropped_rx) = tts_turn(&worker);
+        dropped.chunk("Hello there.".into(), clock::now());
+        // The next turn begins before the first is given up, as a superseded turn does.
+        let (next, mut next_rx) = tts_turn(&worker);
+        dropped.chunk("A late chunk of the first turn.".into(), clock::now());
+        next.chunk("The capital is Paris.".into(), clock::now());
+        drop(dropped);
+        next.chunk("It is large.".into(), clock::now());
+        drop(next);
+        assert_eq!(
+            heard(&mut dropped_rx),
+            2,
+            "the first turn keeps its own chunks"
+        );
+        assert_eq!(
+            heard(&mut next_rx),
+            2,
+            "the next turn gets all of its chunks"
+        );
     }
 }

@@ -6,7 +6,7 @@ use crate::error::TurnError;
 use crate::meter::Meter;
 use crate::output::{Cancel, Output, Pause, Played, Steer};
 use crate::record::{Stage, TurnRecord};
-use crate::workers::TtsMsg;
+use crate::workers::{TtsBegin, TtsTurn};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -61,7 +61,7 @@ impl Pipeline {
             None => play,
         });
         let tts_cancel = Arc::new(AtomicBool::new(false));
-        self.tts.send(TtsMsg::Begin {
+        let tts = self.tts.begin(TtsBegin {
             timeline: tl.clone(),
             out: audio_tx,
             cancel: tts_cancel.clone(),
@@ -69,7 +69,7 @@ impl Pipeline {
             pause: Some(ask.pause.clone()),
         });
         let (llm, spoken) = self
-            .stream_text(ask.req, tl, &ask.language_hint, cancel, ask.progress)
+            .stream_text(ask.req, tl, &ask.language_hint, cancel, ask.progress, &tts)
             .await;
         let aborted = llm.is_none();
         let err = match llm {
@@ -87,7 +87,8 @@ impl Pipeline {
                 None
             }
         };
-        self.tts.send(TtsMsg::End);
+        // The turn's text is all handed over; its audio plays on.
+        drop(tts);
         // An abandoned request was busy until it was dropped.
         let llm_busy = tl.get(EventKind::LlmSent).zip(
             tl.get(EventKind::LlmDone)
@@ -116,6 +117,7 @@ impl Pipeline {
         language_hint: &str,
         cancel: &Cancel,
         progress: &ProgressFn,
+        tts: &TtsTurn,
     ) -> (
         Option<(StreamOutcome, Option<LlmError>, Option<String>)>,
         Text,
@@ -134,7 +136,7 @@ impl Pipeline {
                     progress(Progress::Reply(d.text));
                     text.streamed.push_str(d.text);
                     for c in chunker.push(d.text) {
-                        self.hand_over(tl, &mut text, c);
+                        hand_over(tl, &mut text, c, tts);
                     }
                 }
             };
@@ -148,20 +150,17 @@ impl Pipeline {
         };
         let end = chunker.finish(outcome.finish_reason.as_deref() == Some("length"));
         for c in end.chunks {
-            self.hand_over(tl, &mut text, c);
+            hand_over(tl, &mut text, c, tts);
         }
         (Some((outcome, err, end.dropped)), text)
     }
+}
 
-    fn hand_over(&self, tl: &Timeline, text: &mut Text, chunk: String) {
-        text.chunks.push(chunk.clone());
-        let submitted = clock::now();
-        tl.mark_at(EventKind::FirstChunk, submitted);
-        self.tts.send(TtsMsg::Chunk {
-            text: chunk,
-            submitted,
-        });
-    }
+fn hand_over(tl: &Timeline, text: &mut Text, chunk: String, tts: &TtsTurn) {
+    text.chunks.push(chunk.clone());
+    let submitted = clock::now();
+    tl.mark_at(EventKind::FirstChunk, submitted);
+    tts.chunk(chunk, submitted);
 }
 
 /// The reply's text so far: as streamed, and as handed to TTS.
