@@ -7,12 +7,9 @@ use std::process::{Command, Output, Stdio};
 
 fn require_models() {
     let store = voxlat_models::Store::open_default(None).expect("models cache");
-    for (model, file) in [
-        ("piper-en_US-joe-medium", "en_US-joe-medium.onnx"),
-        ("piper-en_US-joe-medium", "en_US-joe-medium.onnx.json"),
-        ("onnxruntime", "libonnxruntime.so.1.32.0"),
-    ] {
-        if let Err(e) = store.ready_path(model, file) {
+    use voxlat_models::known::{ONNX_RUNTIME, PIPER_VOICE, PIPER_VOICE_CONFIG};
+    for file in [PIPER_VOICE, PIPER_VOICE_CONFIG, ONNX_RUNTIME] {
+        if let Err(e) = store.ready(file) {
             panic!("{e}\nRun `cargo run -- models fetch` (or `voxlat models fetch`) first");
         }
     }

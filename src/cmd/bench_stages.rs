@@ -1,6 +1,7 @@
 //! `voxlat bench-stages`: each voice stage in isolation on this machine, and what thread
 //! contention does to them. Figures are printed (medians over repeats), never asserted.
 
+use crate::common::setup::Setup;
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
@@ -11,6 +12,7 @@ use std::time::{Duration, Instant};
 use voxlat_asr::engine::WhisperEngine;
 use voxlat_core::stats::Summary;
 use voxlat_core::table::{fmt_num, Table};
+use voxlat_models::known;
 use voxlat_tts::piper::{Voice, VoiceOptions};
 use voxlat_vad::{VoiceDetector, WebRtcDetector};
 
@@ -68,10 +70,10 @@ impl Drop for Spinner {
 
 pub fn run(args: BenchStagesArgs) -> Result<ExitCode> {
     let n = args.repeat.max(1);
-    let store = voxlat_models::Store::open_default(None)?;
-    let whisper = store.ready_path("whisper-tiny.en", "ggml-tiny.en.bin")?;
-    let voice_path = store.ready_path("piper-en_US-joe-medium", "en_US-joe-medium.onnx")?;
-    let runtime = store.ready_path("onnxruntime", "libonnxruntime.so.1.32.0")?;
+    let setup = Setup::open()?;
+    let whisper = setup.model(known::WHISPER)?;
+    let voice_path = setup.model(known::PIPER_VOICE)?;
+    let runtime = setup.model(known::ONNX_RUNTIME)?;
     let mut t = Table::new(&["stage", "measure", "n", "p50", "min", "max", "unit"]);
     fn row(t: &mut Table, stage: &str, what: &str, s: &Summary, unit: &str) {
         t.row(vec![
@@ -112,7 +114,7 @@ pub fn run(args: BenchStagesArgs) -> Result<ExitCode> {
         &Summary::from_samples(&fps, 0).unwrap_or_else(|| unreachable!()),
         "frames/s",
     );
-    let silero = store.ready_path("silero-vad", "silero_vad.onnx")?;
+    let silero = setup.model(known::SILERO_VAD)?;
     let mut sv = voxlat_vad::silero::SileroDetector::new(&silero, &runtime, 0.5)?;
     let sframes = speech.len() / 512;
     let mut sfps = Vec::new();
@@ -135,7 +137,7 @@ pub fn run(args: BenchStagesArgs) -> Result<ExitCode> {
     }
 
     // ASR by utterance length.
-    let budget = voxlat_core::threads::ThreadBudget::detect();
+    let budget = &setup.budget;
     let mut asr = WhisperEngine::load(&whisper, budget.asr)?;
     let one = clip("real-auth-thankyou.wav")?;
     let three = clip("synthetic-joke.wav")?;

@@ -1,7 +1,6 @@
 //! `voxlat eval-turns`: end-of-turn policies on a corpus with cut-off truth, eot-bench's way.
 
-use crate::common::stages::runtime_path;
-use crate::common::turn::load_turn_model;
+use crate::common::setup::Setup;
 use crate::report::{print_choices, print_turn_eval, turn_eval_page};
 use anyhow::{Context, Result};
 use clap::Args;
@@ -199,18 +198,17 @@ pub fn run(args: EvalTurnsArgs) -> Result<ExitCode> {
             voxlat_core::fsio::ensure_writable_dir(dir)?;
         }
     }
+    let setup = Setup::open()?;
     let model = if sweeps.iter().any(|s| s.policy.needs_turn_model()) {
-        let store = voxlat_models::Store::open_default(None)?;
-        Some(load_turn_model(&store, &runtime_path(&store)?)?)
+        Some(setup.turn_model()?)
     } else {
         None
     };
     let mut whisper = if sweeps.iter().any(|s| s.policy.needs_asr()) {
-        let store = voxlat_models::Store::open_default(None)?;
-        let path = store
-            .ready_path("whisper-tiny.en", "ggml-tiny.en.bin")
+        let path = setup
+            .model(voxlat_models::known::WHISPER)
             .context("the cues rules read a Whisper transcript at each stop; fetch the model with `voxlat models fetch`, or leave those rules out with --policy")?;
-        let threads = voxlat_core::threads::ThreadBudget::detect().asr;
+        let threads = setup.budget.asr;
         Some(
             voxlat_asr::engine::WhisperEngine::load(&path, threads)
                 .with_context(|| format!("loading {}", path.display()))?,

@@ -221,7 +221,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         voice: args.voice.clone().or(file.voice.clone()),
         output_dir: &args.session.output_dir,
         callers: 1,
-        turn_model: args.turn.enabled().then_some(args.turn.turn_model.as_str()),
+        turn_model: args.turn.enabled().then_some(args.turn.turn_model.name()),
         llm_idle_timeout: Duration::from_secs(60),
         asr_fallback: args.session.asr_fallback,
     };

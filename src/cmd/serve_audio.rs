@@ -2,14 +2,14 @@
 //! server, for `--asr-url`/`--tts-url` and for any other client of those endpoints. Whisper
 //! and Piper may share this process; llama.cpp may not, and stays in `voxlat serve`.
 
+use crate::common::setup::Setup;
 use crate::common::shutdown_signal;
-use crate::common::stages::{ModelPaths, WHISPER_MODEL};
 use anyhow::{Context, Result};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use voxlat_asr::engine::{AsrError, Fallback, WhisperEngine};
-use voxlat_core::threads::ThreadBudget;
+use voxlat_models::known::WHISPER;
 use voxlat_speech_api::server::{
     EngineError, Heard, ServerOptions, SpeechServer, SpeechToText, TextToSpeech,
 };
@@ -103,7 +103,8 @@ pub fn run(args: ServeAudioArgs) -> Result<ExitCode> {
         "--max-connections {} is outside 1–65536",
         args.max_connections
     );
-    let mut budget = ThreadBudget::detect();
+    let setup = Setup::open()?;
+    let mut budget = setup.budget;
     for (flag, value, slot) in [
         ("--asr-threads", args.asr_threads, &mut budget.asr),
         ("--tts-threads", args.tts_threads, &mut budget.tts),
@@ -113,8 +114,7 @@ pub fn run(args: ServeAudioArgs) -> Result<ExitCode> {
             *slot = n;
         }
     }
-    let store = voxlat_models::Store::open_default(None)?;
-    let models = ModelPaths::resolve(&store, args.voice.clone())?;
+    let models = setup.stage_models(args.voice.clone())?;
     // Bind before loading: a taken port should not wait for two models.
     let addr = format!("{}:{}", args.host, args.port);
     let listener = std::net::TcpListener::bind(&addr).with_context(|| {
@@ -142,12 +142,12 @@ pub fn run(args: ServeAudioArgs) -> Result<ExitCode> {
         queue_depth: args.queue,
         max_upload_bytes: args.max_upload_mb * 1024 * 1024,
         max_connections: args.max_connections,
-        asr_model: WHISPER_MODEL.into(),
+        asr_model: WHISPER.model.into(),
         tts_model: voice
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "piper".into()),
-        english_only: WHISPER_MODEL.ends_with(".en"),
+        english_only: WHISPER.model.ends_with(".en"),
         ..ServerOptions::default()
     };
     let server = SpeechServer::start(

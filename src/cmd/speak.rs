@@ -5,13 +5,13 @@
 //! The text goes through the same sentence chunker as a live reply, so the time to first audio
 //! printed here is the one a listener would wait for.
 
+use crate::common::setup::Setup;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use voxlat_core::threads::ThreadBudget;
 use voxlat_core::{EventKind, RequestId, Timeline};
 use voxlat_tts::chunker::{Chunker, ChunkerConfig};
 use voxlat_tts::piper::{Voice, VoiceOptions};
@@ -55,11 +55,16 @@ pub fn run(args: SpeakArgs) -> Result<ExitCode> {
     // Fail on an unwritable destination before spending time on synthesis.
     voxlat_core::fsio::ensure_writable_dir(output_dir(&args.output))?;
 
+    let setup = Setup::open()?;
     let model = match args.model {
         Some(p) => p,
-        None => voxlat_tts::locate::default_voice()?,
+        None => {
+            // Piper reads the voice's settings from beside it: both must be fetched.
+            setup.model(voxlat_models::known::PIPER_VOICE_CONFIG)?;
+            setup.model(voxlat_models::known::PIPER_VOICE)?
+        }
     };
-    let threads = args.threads.unwrap_or(ThreadBudget::detect().tts).max(1);
+    let threads = args.threads.unwrap_or(setup.budget.tts).max(1);
     let options = VoiceOptions {
         intra_threads: threads,
         runtime: args.runtime,

@@ -1,12 +1,12 @@
 //! `voxlat transcribe FILE…`: Whisper on WAV files, with timing, like whisper.cpp's own CLI.
 
+use crate::common::setup::Setup;
 use anyhow::{Context, Result};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 use voxlat_asr::engine::{Fallback, WhisperEngine};
-use voxlat_core::threads::ThreadBudget;
 
 /// Transcribes WAV files (any common encoding, rate and channel count: they are resampled to
 /// 16 kHz mono) and prints each transcript with its compute time and real-time factor.
@@ -28,17 +28,10 @@ pub struct TranscribeArgs {
     pub fallback: Fallback,
 }
 
-pub fn whisper_model_path(explicit: Option<PathBuf>) -> Result<PathBuf> {
-    if let Some(p) = explicit {
-        return Ok(p);
-    }
-    let store = voxlat_models::Store::open_default(None)?;
-    Ok(store.ready_path("whisper-tiny.en", "ggml-tiny.en.bin")?)
-}
-
 pub fn run(args: TranscribeArgs) -> Result<ExitCode> {
-    let model = whisper_model_path(args.model)?;
-    let threads = args.threads.unwrap_or(ThreadBudget::detect().asr);
+    let setup = Setup::open()?;
+    let model = setup.model_or(args.model, voxlat_models::known::WHISPER)?;
+    let threads = args.threads.unwrap_or(setup.budget.asr);
     let t0 = Instant::now();
     let mut engine = WhisperEngine::load(&model, threads)
         .with_context(|| format!("loading {}", model.display()))?;

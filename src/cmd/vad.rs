@@ -1,5 +1,6 @@
 //! `voxlat vad FILE…`: the endpointer's decisions on WAV files, in audio time.
 
+use crate::common::setup::Setup;
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
@@ -9,6 +10,13 @@ use voxlat_vad::{Endpointer, EndpointerConfig, VadEvent, VoiceDetector, WebRtcDe
 
 /// Prints speech segments and endpoint decisions (provisional ends, retractions, endpoints)
 /// for WAV files, with times in seconds of audio. Files are resampled to 16 kHz mono.
+/// The frame classifiers `--engine` chooses from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Engine {
+    Webrtc,
+    Silero,
+}
+
 #[derive(Args, Debug)]
 pub struct VadArgs {
     #[arg(required = true, value_name = "FILE")]
@@ -28,8 +36,8 @@ pub struct VadArgs {
     pub provisional_from_vad: bool,
     /// The frame classifier: webrtc (webrtc-vad, 20 ms frames) or silero (Silero VAD on ONNX
     /// Runtime, 32 ms frames; needs `voxlat models fetch silero-vad onnxruntime`).
-    #[arg(long, default_value = "webrtc", value_parser = ["webrtc", "silero"])]
-    pub engine: String,
+    #[arg(long, value_enum, default_value_t = Engine::Webrtc)]
+    pub engine: Engine,
     /// Silero's speech-probability threshold.
     #[arg(long, default_value_t = 0.5)]
     pub threshold: f32,
@@ -60,18 +68,18 @@ pub fn run(args: VadArgs) -> Result<ExitCode> {
             failed += 1;
             continue;
         };
-        let detector: Box<dyn VoiceDetector> = match args.engine.as_str() {
-            "silero" => {
-                let store = voxlat_models::Store::open_default(None)?;
-                let model = store.ready_path("silero-vad", "silero_vad.onnx")?;
-                let runtime = store.ready_path("onnxruntime", "libonnxruntime.so.1.32.0")?;
+        let detector: Box<dyn VoiceDetector> = match args.engine {
+            Engine::Silero => {
+                let setup = Setup::open()?;
+                let model = setup.model(voxlat_models::known::SILERO_VAD)?;
+                let runtime = setup.model(voxlat_models::known::ONNX_RUNTIME)?;
                 Box::new(voxlat_vad::silero::SileroDetector::new(
                     &model,
                     &runtime,
                     args.threshold,
                 )?)
             }
-            _ => Box::new(WebRtcDetector::new(cfg.mode, cfg.frame_ms)?),
+            Engine::Webrtc => Box::new(WebRtcDetector::new(cfg.mode, cfg.frame_ms)?),
         };
         let mut ep = Endpointer::new(cfg.clone(), detector)?;
         println!("{} ({:.2} s):", file.display(), decoded.audio.duration_s());

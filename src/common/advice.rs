@@ -3,6 +3,7 @@
 
 use std::error::Error;
 use std::path::Path;
+use voxlat_models::known;
 use voxlat_net::{NetError, Service, TimeoutKind};
 
 /// Advice for the first error in `e`'s chain that has some (a stage's load failure is looked
@@ -34,7 +35,7 @@ fn for_one(e: &(dyn Error + 'static)) -> Option<String> {
         use voxlat_asr::engine::AsrError;
         return match e {
             AsrError::ModelMissing { path } | AsrError::Load { path, .. } => {
-                Some(fetch(path, "whisper-tiny.en"))
+                Some(fetch(path, known::WHISPER.model))
             }
             _ => None,
         };
@@ -45,7 +46,7 @@ fn for_one(e: &(dyn Error + 'static)) -> Option<String> {
             TtsError::ModelMissing { path }
             | TtsError::ConfigRead { path, .. }
             | TtsError::ConfigInvalid { path, .. }
-            | TtsError::Session { path, .. } => Some(fetch(path, "piper-en_US-joe-medium")),
+            | TtsError::Session { path, .. } => Some(fetch(path, known::PIPER_VOICE.model)),
             TtsError::RuntimeMissing { .. } | TtsError::RuntimeLoad { .. } => Some(runtime()),
             _ => None,
         };
@@ -60,8 +61,8 @@ fn for_one(e: &(dyn Error + 'static)) -> Option<String> {
     if let Some(e) = e.downcast_ref::<voxlat_vad::VadError>() {
         use voxlat_vad::VadError;
         return match e {
-            VadError::TurnModel { path, .. } => Some(fetch(path, "smart-turn-v3.2")),
-            VadError::Silero { path, .. } => Some(fetch(path, "silero-vad")),
+            VadError::TurnModel { path, .. } => Some(fetch(path, known::SMART_TURN.model)),
+            VadError::Silero { path, .. } => Some(fetch(path, known::SILERO_VAD.model)),
             VadError::OnnxRuntime(voxlat_onnx::OnnxError::Missing { .. })
             | VadError::OnnxRuntime(voxlat_onnx::OnnxError::Load { .. }) => Some(runtime()),
             _ => None,

@@ -7,6 +7,7 @@ pub mod llm;
 pub mod remote;
 pub mod reply;
 pub mod session_args;
+pub mod setup;
 pub mod signal;
 pub mod stack;
 pub mod stages;

@@ -7,8 +7,8 @@
 
 use crate::common::llm::attach_llm;
 use crate::common::remote::{RemoteStageArgs, RemoteStages};
+use crate::common::setup::Setup;
 use crate::common::stages::{load_pipeline, ModelPaths, StageOptions};
-use crate::common::turn::load_turn_model;
 use crate::embedded::{CrashWatch, EmbeddedServer};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
@@ -55,17 +55,17 @@ impl Stack {
     /// prompt). Checks the cheap things first: a wrong URL fails before any model loads.
     pub fn start(spec: StackSpec<'_>, cfg: &mut PipelineConfig) -> Result<Stack> {
         let remote = RemoteStages::resolve(spec.remote, spec.llm_url)?;
-        let budget = ThreadBudget::detect();
-        let store = voxlat_models::Store::open_default(None)?;
-        let models = ModelPaths::resolve(&store, spec.voice)?;
+        let setup = Setup::open()?;
+        let budget = setup.budget;
+        let models = setup.stage_models(spec.voice)?;
         let turn_model = match spec.turn_model {
-            Some(_) => Some(load_turn_model(&store, &models.runtime)?),
+            Some(_) => Some(setup.turn_model()?),
             None => None,
         };
         // With several callers, one's prefill overlaps the others' stages.
         let (endpoint, server, llm_model) = attach_llm(
             cfg,
-            &store,
+            &setup.store,
             spec.llm_url,
             spec.model,
             spec.output_dir,

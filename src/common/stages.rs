@@ -11,44 +11,12 @@ use voxlat_pipeline::stages::RemoteVoice;
 use voxlat_pipeline::workers::{AsrWorker, TtsWorker};
 use voxlat_pipeline::{Pipeline, PipelineConfig};
 use voxlat_speech_api::{AsrClient, TtsClient};
-use voxlat_tts::locate::{RUNTIME_FILE, RUNTIME_MODEL, VOICE_FILE, VOICE_MODEL};
-
-/// The Whisper model every command uses, and its file in the cache.
-pub const WHISPER_MODEL: &str = "whisper-tiny.en";
-pub const WHISPER_FILE: &str = "ggml-tiny.en.bin";
 
 /// The fetched models' paths, each checked to be present (else the error says how to fetch).
 pub struct ModelPaths {
     pub whisper: PathBuf,
     pub voice: PathBuf,
     pub runtime: PathBuf,
-}
-
-impl ModelPaths {
-    /// The defaults from the cache; `voice` replaces the default voice.
-    pub fn resolve(store: &voxlat_models::Store, voice: Option<PathBuf>) -> Result<ModelPaths> {
-        let voice = match voice {
-            Some(v) => {
-                anyhow::ensure!(
-                    v.exists(),
-                    "voice {} not found; pass a Piper .onnx with its .onnx.json beside it",
-                    v.display()
-                );
-                v
-            }
-            None => store.ready_path(VOICE_MODEL, VOICE_FILE)?,
-        };
-        Ok(ModelPaths {
-            whisper: store.ready_path(WHISPER_MODEL, WHISPER_FILE)?,
-            voice,
-            runtime: runtime_path(store)?,
-        })
-    }
-}
-
-/// ONNX Runtime from the cache.
-pub fn runtime_path(store: &voxlat_models::Store) -> Result<PathBuf> {
-    Ok(store.ready_path(RUNTIME_MODEL, RUNTIME_FILE)?)
 }
 
 /// How the stages run, beyond their models.

@@ -1,14 +1,27 @@
 //! `--turn-model` and its thresholds, shared by `replay` and `run`.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
-use std::path::Path;
-use std::sync::{Arc, Mutex};
-use voxlat_vad::turn::smart_turn::SmartTurn;
-use voxlat_vad::{SharedScorer, TurnPolicy};
+use voxlat_vad::TurnPolicy;
 
-pub const TURN_MODEL: &str = "smart-turn-v3.2";
-pub const TURN_FILE: &str = "smart-turn-v3.2-cpu.onnx";
+/// The end-of-turn rules `--turn-model` chooses from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TurnRule {
+    SmartTurn,
+    Cues,
+    Off,
+}
+
+impl TurnRule {
+    /// As the flag spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            TurnRule::SmartTurn => "smart-turn",
+            TurnRule::Cues => "cues",
+            TurnRule::Off => "off",
+        }
+    }
+}
 
 #[derive(Args, Debug, Clone)]
 pub struct TurnArgs {
@@ -18,8 +31,8 @@ pub struct TurnArgs {
     /// tail: half after a question, three times after "and", "the", a comma; never less than
     /// the speaker's own pauses so far; `voxlat eval-turns` measures it). Off by default:
     /// neither rule beats the plain hangover on voices it was not tuned on (README).
-    #[arg(long, value_name = "RULE", default_value = "off", value_parser = ["smart-turn", "cues", "off"])]
-    pub turn_model: String,
+    #[arg(long, value_name = "RULE", value_enum, default_value_t = TurnRule::Off)]
+    pub turn_model: TurnRule,
     /// Silence (ms) before the first score. [default: 200]
     #[arg(long, value_name = "MS")]
     pub turn_first: Option<u32>,
@@ -40,12 +53,12 @@ pub struct TurnArgs {
 impl TurnArgs {
     /// Smart Turn decides: its model is loaded.
     pub fn enabled(&self) -> bool {
-        self.turn_model == "smart-turn"
+        self.turn_model == TurnRule::SmartTurn
     }
 
     /// The `cues` rule decides, on the hangover as its base wait.
     pub fn cues(&self) -> bool {
-        self.turn_model == "cues"
+        self.turn_model == TurnRule::Cues
     }
 
     /// The flags given, over `policy`; names the flag when the result is inconsistent.
@@ -71,17 +84,6 @@ impl TurnArgs {
         }
         Ok(())
     }
-}
-
-/// Loads Smart Turn from the models cache onto `runtime`, and says on stderr which CPU family
-/// its thresholds hold for.
-pub fn load_turn_model(store: &voxlat_models::Store, runtime: &Path) -> Result<SharedScorer> {
-    let path = store
-        .ready_path(TURN_MODEL, TURN_FILE)
-        .context("the turn model is missing; fetch it, or pass --turn-model off")?;
-    let model = SmartTurn::new(&path, runtime)?;
-    eprintln!("{}", per_cpu_family_note());
-    Ok(Arc::new(Mutex::new(model)))
 }
 
 /// Smart Turn is int8-quantised and ONNX Runtime's int8 kernels differ by CPU (without VNNI,

@@ -6,8 +6,8 @@
 //! ```no_run
 //! use voxlat_models::{Store, Quiet};
 //! let store = Store::open_default(None)?;
-//! store.fetch("whisper-tiny.en", &Quiet)?;
-//! let model = store.ready_path("whisper-tiny.en", "ggml-tiny.en.bin")?;
+//! store.fetch(voxlat_models::known::WHISPER.model, &Quiet)?;
+//! let model = store.ready(voxlat_models::known::WHISPER)?;
 //! # Ok::<(), voxlat_models::ModelsError>(())
 //! ```
 
@@ -16,6 +16,7 @@ mod error;
 mod fetch;
 mod hash;
 mod http;
+pub mod known;
 pub mod manifest;
 mod registry;
 mod report;

@@ -84,7 +84,7 @@ fn char_error(said: &str, heard: &str) -> f64 {
 
 fn whisper() -> WhisperEngine {
     let whisper_model = Store::open_default(None)
-        .and_then(|s| s.ready_path("whisper-tiny.en", "ggml-tiny.en.bin"))
+        .and_then(|s| s.ready(voxlat_models::known::WHISPER))
         .unwrap_or_else(|e| {
             panic!("{e}\nRun `cargo run -- models fetch whisper-tiny.en` (or `voxlat models fetch`) first")
         });

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use voxlat_core::Nanos;
+use voxlat_models::known;
 use voxlat_vad::annotate::energy_bounds;
 use voxlat_vad::silero::SileroDetector;
 use voxlat_vad::{Endpointer, EndpointerConfig, VadEvent, VoiceDetector, WebRtcDetector};
@@ -11,15 +12,12 @@ const RATE: u32 = 16_000;
 
 fn paths() -> (PathBuf, PathBuf) {
     let store = voxlat_models::Store::open_default(None).expect("models cache");
-    let need = |m: &str, f: &str| {
+    let need = |f: known::ModelFile| {
         store
-            .ready_path(m, f)
+            .ready(f)
             .unwrap_or_else(|e| panic!("{e}. Run `cargo run -- models fetch --all` first"))
     };
-    (
-        need("silero-vad", "silero_vad.onnx"),
-        need("onnxruntime", "libonnxruntime.so.1.32.0"),
-    )
+    (need(known::SILERO_VAD), need(known::ONNX_RUNTIME))
 }
 
 fn fixture(name: &str) -> Vec<f32> {

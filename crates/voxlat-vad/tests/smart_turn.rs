@@ -13,6 +13,7 @@
 
 use serde_json::Value;
 use std::path::PathBuf;
+use voxlat_models::known;
 use voxlat_vad::turn::features::{FeatureExtractor, FRAMES, MELS};
 use voxlat_vad::turn::smart_turn::SmartTurn;
 use voxlat_vad::{TurnPolicy, TurnScorer};
@@ -25,9 +26,9 @@ fn store() -> voxlat_models::Store {
     voxlat_models::Store::open_default(None).expect("models cache")
 }
 
-fn need(model: &str, file: &str) -> PathBuf {
+fn need(file: known::ModelFile) -> PathBuf {
     store()
-        .ready_path(model, file)
+        .ready(file)
         .unwrap_or_else(|e| panic!("{e}. Run `cargo run -- models fetch --all` first"))
 }
 
@@ -70,7 +71,9 @@ fn clips() -> (usize, Vec<Clip>) {
         .map(|c| {
             let wav = c["wav"].as_str().expect("wav");
             let path = if wav == "jfk" {
-                need("jfk-sample", "jfk.wav")
+                store()
+                    .ready_path("jfk-sample", "jfk.wav")
+                    .unwrap_or_else(|e| panic!("{e}. Run `cargo run -- models fetch --all` first"))
             } else {
                 root().join(wav)
             };
@@ -158,11 +161,8 @@ fn each_cpu_family_reference_clears_the_low_threshold() {
 fn probability_matches_the_python_reference_within_1e_3() {
     let (_, clips) = clips();
     let low = f64::from(TurnPolicy::default().low);
-    let mut model = SmartTurn::new(
-        &need("smart-turn-v3.2", "smart-turn-v3.2-cpu.onnx"),
-        &need("onnxruntime", "libonnxruntime.so.1.32.0"),
-    )
-    .expect("the model loads");
+    let mut model = SmartTurn::new(&need(known::SMART_TURN), &need(known::ONNX_RUNTIME))
+        .expect("the model loads");
     let mut spread = (f64::MAX, f64::MIN);
     for c in &clips {
         let p = f64::from(model.score(&c.audio).expect("a score").probability);
@@ -221,7 +221,7 @@ fn a_quieter_copy_gives_the_same_features_because_the_buffer_is_normalised() {
 /// a runtime error too.)
 #[test]
 fn a_runtime_that_cannot_load_is_reported_as_the_runtime_not_the_model() {
-    let model = need("smart-turn-v3.2", "smart-turn-v3.2-cpu.onnx");
+    let model = need(known::SMART_TURN);
     let err = SmartTurn::new(
         &model,
         std::path::Path::new("/nonexistent/libonnxruntime.so"),
@@ -236,7 +236,7 @@ fn a_runtime_that_cannot_load_is_reported_as_the_runtime_not_the_model() {
 
 #[test]
 fn a_missing_model_is_named_with_how_to_fetch_it() {
-    let runtime = need("onnxruntime", "libonnxruntime.so.1.32.0");
+    let runtime = need(known::ONNX_RUNTIME);
     let err = SmartTurn::new(std::path::Path::new("/nonexistent/turn.onnx"), &runtime)
         .err()
         .expect("no model there");

@@ -5,9 +5,9 @@ mod callers;
 
 use crate::common::remote::RemoteStageArgs;
 use crate::common::reply::ReplyArgs;
+use crate::common::setup::Setup;
 use crate::common::stack::{Stack, StackSpec};
-use crate::common::stages::runtime_path;
-use crate::common::turn::{load_turn_model, TurnArgs};
+use crate::common::turn::TurnArgs;
 use crate::common::{parse_duration, shutdown_signal, StopSignal};
 use crate::report::{print_levels, print_report, print_sweep};
 use anyhow::{bail, Result};
@@ -181,7 +181,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         voice: None,
         output_dir: &args.session.output_dir,
         callers,
-        turn_model: args.turn.enabled().then_some(args.turn.turn_model.as_str()),
+        turn_model: args.turn.enabled().then_some(args.turn.turn_model.name()),
         llm_idle_timeout: args.idle_timeout,
         asr_fallback: args.session.asr_fallback,
     };
@@ -325,8 +325,7 @@ fn sweep(args: &ReplayArgs, turns: &[LoadedTurn], base: &EndpointerConfig) -> Re
             .map_err(|e| anyhow::anyhow!("--sweep-turn-high: {e}"))?;
     // After the policies are checked: a bad threshold should not wait for a model.
     let model = if policies.iter().any(|p| p.turn.is_some()) {
-        let store = voxlat_models::Store::open_default(None)?;
-        Some(load_turn_model(&store, &runtime_path(&store)?)?)
+        Some(Setup::open()?.turn_model()?)
     } else {
         None
     };
