@@ -64,7 +64,7 @@ fn read_json(p: &Path, out: &Output) -> serde_json::Value {
     serde_json::from_slice(&bytes).unwrap()
 }
 
-fn ms(n: f64) -> Duration {
+fn millis(n: f64) -> Duration {
     Duration::from_secs_f64(n / 1000.0)
 }
 
@@ -74,7 +74,7 @@ async fn prompt_sweep_fits_the_servers_prefill_line_and_diagnoses_prefill() {
     let s = Builder::per_request(|body, _| {
         let words = Script::prompt_words(body);
         Script {
-            ttft: ms(20.0 + 0.05 * words as f64),
+            ttft: millis(20.0 + 0.05 * words as f64),
             usage_prompt_tokens: Some(words as u64),
             ..Script::with_tokens(3)
         }
@@ -142,11 +142,11 @@ async fn a_bimodal_queue_is_diagnosed_as_queueing_not_prefill() {
     // Every third request waits 150 ms for a slot before its headers.
     let s = Builder::per_request(|_, i| Script {
         headers_delay: if i % 3 == 0 {
-            ms(150.0)
+            millis(150.0)
         } else {
             Duration::ZERO
         },
-        ttft: ms(10.0),
+        ttft: millis(10.0),
         ..Script::with_tokens(2)
     })
     .start()
@@ -167,7 +167,7 @@ async fn a_bimodal_queue_is_diagnosed_as_queueing_not_prefill() {
 async fn a_steady_server_gets_no_queueing_or_prefill_diagnosis() {
     // 40 ms, so a scheduling hiccup on a busy machine cannot make a 3x tail by itself.
     let s = Builder::fixed(Script {
-        ttft: ms(40.0),
+        ttft: millis(40.0),
         ..Script::with_tokens(2)
     })
     .start()
@@ -198,7 +198,7 @@ fn cache_server(caching: bool) -> Builder {
         *prev = words.clone();
         let uncached = words.len() - common;
         Script {
-            ttft: ms(5.0 + 0.05 * uncached as f64),
+            ttft: millis(5.0 + 0.05 * uncached as f64),
             usage_prompt_tokens: Some(words.len() as u64),
             usage_cached_tokens: Some(common as u64),
             ..Script::with_tokens(2)
@@ -256,8 +256,8 @@ async fn prefix_cache_probe_tells_a_prefix_cache_from_none() {
 async fn reasoning_streams_report_thinking_and_time_to_first_answer() {
     for style in [ReasoningStyle::ReasoningContent, ReasoningStyle::ThinkTags] {
         let s = Builder::fixed(Script {
-            ttft: ms(10.0),
-            itl: ms(10.0),
+            ttft: millis(10.0),
+            itl: millis(10.0),
             reasoning: (0..10).map(|i| format!(" step{i}")).collect(),
             reasoning_style: style,
             ..Script::with_tokens(3)
@@ -297,7 +297,7 @@ async fn reasoning_streams_report_thinking_and_time_to_first_answer() {
 async fn max_tokens_sweep_flags_ttft_that_grows_with_max_tokens() {
     // A server that pre-allocates: 0.05 ms per requested token before the first one.
     let s = Builder::per_request(|body, _| Script {
-        ttft: ms(10.0 + 0.05 * body["max_tokens"].as_f64().unwrap_or(0.0)),
+        ttft: millis(10.0 + 0.05 * body["max_tokens"].as_f64().unwrap_or(0.0)),
         ..Script::with_tokens(40)
     })
     .start()
@@ -331,7 +331,7 @@ async fn max_tokens_sweep_flags_ttft_that_grows_with_max_tokens() {
     assert!(maxes.contains(&16) && maxes.contains(&4000), "{maxes:?}");
 
     let s = Builder::fixed(Script {
-        ttft: ms(40.0),
+        ttft: millis(40.0),
         ..Script::with_tokens(40)
     })
     .start()
@@ -383,7 +383,7 @@ async fn connections_probe_measures_cold_and_warm_over_http1_and_http2() {
 async fn server_view_sets_server_timings_beside_client_ttft() {
     // llama.cpp-style timings: the server saw 30 ms of prefill; Ollama durations alike.
     let s = Builder::fixed(Script {
-        ttft: ms(40.0),
+        ttft: millis(40.0),
         timings_value: Some(serde_json::json!({"prompt_n": 50, "prompt_ms": 30.0, "predicted_n": 3, "predicted_ms": 10.0, "cache_n": 0})),
         ..Script::with_tokens(3)
     })
@@ -403,7 +403,7 @@ async fn server_view_sets_server_timings_beside_client_ttft() {
 
     // The same share of a slow TTFT is a prefill finding.
     let s = Builder::fixed(Script {
-        ttft: ms(300.0),
+        ttft: millis(300.0),
         timings_value: Some(serde_json::json!({"prompt_n": 900, "prompt_ms": 280.0, "predicted_n": 3, "predicted_ms": 10.0, "cache_n": 0})),
         ..Script::with_tokens(3)
     })
@@ -421,7 +421,7 @@ async fn server_view_sets_server_timings_beside_client_ttft() {
     extra.insert("prompt_eval_duration".into(), 30_000_000u64.into());
     extra.insert("eval_duration".into(), 9_000_000u64.into());
     let s = Builder::fixed(Script {
-        ttft: ms(40.0),
+        ttft: millis(40.0),
         final_chunk_extra: extra,
         ..Script::with_tokens(3)
     })

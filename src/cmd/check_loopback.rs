@@ -117,8 +117,8 @@ fn read16(path: &Path) -> Result<Vec<f32>> {
 /// How much of a clip's start is matched against the recording to place it.
 const PLACE_BY_MS: f64 = 1000.0;
 
-const fn ms(samples: usize) -> f64 {
-    samples as f64 * 1000.0 / PIPELINE_RATE as f64
+fn ms_of(samples: usize) -> f64 {
+    voxlat_core::clock::samples_to_ms(samples, PIPELINE_RATE)
 }
 
 fn samples(ms: f64) -> usize {
@@ -179,7 +179,7 @@ pub fn run(args: CheckLoopbackArgs) -> Result<ExitCode> {
             checks.push(check);
             continue;
         };
-        check.at_s = Some(ms(at.start) / 1000.0);
+        check.at_s = Some(ms_of(at.start) / 1000.0);
         check.score = Some(at.score);
         // Placed again on all of its speech, for the gain and the fine offset; a clip that no
         // longer matches there had something else sounding over it, and what follows its end
@@ -245,7 +245,7 @@ pub fn run(args: CheckLoopbackArgs) -> Result<ExitCode> {
             checks.push(check);
             continue;
         };
-        let heard_total = ms(heard.saturating_sub(reply_onset)) - ms(end);
+        let heard_total = ms_of(heard.saturating_sub(reply_onset)) - ms_of(end);
         check.heard_total_ms = Some(heard_total);
         check.error_ms = Some(total - heard_total);
         if mine.len() > 1 {

@@ -10,7 +10,7 @@ fn rate(v: Option<f64>) -> String {
     v.map_or_else(|| "no setting".into(), |r| format!("{:.1}%", r * 100.0))
 }
 
-fn ms(v: Option<f64>) -> String {
+fn label_ms(v: Option<f64>) -> String {
     v.map_or_else(|| "not reached".into(), |l| format!("{l:.0} ms"))
 }
 
@@ -29,8 +29,8 @@ pub fn print_turn_eval(report: &EvalReport, cpu: &CpuInfo) {
     for p in &report.policies {
         let c = &p.curve;
         let with_p50 = |mean: Option<f64>, p50: Option<f64>| match (mean, p50) {
-            (Some(_), Some(p50)) => format!("{} ({p50:.0})", ms(mean)),
-            _ => ms(mean),
+            (Some(_), Some(p50)) => format!("{} ({p50:.0})", label_ms(mean)),
+            _ => label_ms(mean),
         };
         t.row(vec![
             c.name.clone(),
@@ -80,8 +80,8 @@ pub fn print_turn_eval(report: &EvalReport, cpu: &CpuInfo) {
                 setting,
                 format!("{:.1}%", point.cutoff * 100.0),
                 format!("{:.1}%", point.cutoff_in_pause * 100.0),
-                ms(point.latency_mean_ms),
-                ms(point.latency_p50_ms),
+                label_ms(point.latency_mean_ms),
+                label_ms(point.latency_p50_ms),
             ]);
         }
         if two_knobs {
@@ -182,7 +182,7 @@ pub fn print_choices(c: &Choices, on: &EvalReport, report: &EvalReport, files: &
                 at,
                 setting,
                 pct(chosen.chosen.cutoff),
-                ms(chosen.chosen.latency_mean_ms),
+                label_ms(chosen.chosen.latency_mean_ms),
                 here_cut,
                 here_pause,
                 here_latency,

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use voxlat_core::clock::ns_to_ms;
 use voxlat_core::{EventKind, Nanos, RequestId};
 use voxlat_llm::error::ErrorClass;
 use voxlat_llm::record::StreamOutcome;
@@ -107,20 +108,15 @@ impl Variant {
     }
 }
 
-fn ms(ns: i64) -> f64 {
-    ns as f64 / 1e6
-}
-
 impl RequestRecord {
     pub fn ok(&self) -> bool {
         self.error_class.is_none()
     }
 
     fn span(&self, from: EventKind, to: EventKind) -> Option<f64> {
-        Some(ms(self
-            .events
-            .get(&to)?
-            .signed_since(*self.events.get(&from)?)))
+        Some(ns_to_ms(
+            self.events.get(&to)?.signed_since(*self.events.get(&from)?),
+        ))
     }
 
     /// When the request was written to a ready connection: the moment the HTTP stack took its
@@ -150,12 +146,16 @@ impl RequestRecord {
     }
 
     fn since_sent(&self, to: EventKind) -> Option<f64> {
-        Some(ms(self.events.get(&to)?.signed_since(self.sent_at()?)))
+        Some(ns_to_ms(
+            self.events.get(&to)?.signed_since(self.sent_at()?),
+        ))
     }
 
     /// The request written to a ready connection → `to`.
     fn since_ready(&self, to: EventKind) -> Option<f64> {
-        Some(ms(self.events.get(&to)?.signed_since(self.ready_at()?)))
+        Some(ns_to_ms(
+            self.events.get(&to)?.signed_since(self.ready_at()?),
+        ))
     }
 
     /// Ready connection → first non-empty content delta. Connection setup (DNS, TCP, TLS) is
@@ -207,7 +207,7 @@ impl RequestRecord {
         self.outcome
             .deltas
             .windows(2)
-            .map(|w| ms(w[1].t.signed_since(w[0].t)))
+            .map(|w| ns_to_ms(w[1].t.signed_since(w[0].t)))
             .collect()
     }
 
@@ -242,19 +242,21 @@ impl RequestRecord {
 
     /// Open loop: how late the request left against its schedule.
     pub fn send_lag_ms(&self) -> Option<f64> {
-        Some(ms(self
-            .events
-            .get(&EventKind::LlmSent)?
-            .signed_since(self.scheduled?)))
+        Some(ns_to_ms(
+            self.events
+                .get(&EventKind::LlmSent)?
+                .signed_since(self.scheduled?),
+        ))
     }
 
     /// Open loop: TTFT counted from when the request was due, so a client that fell behind
     /// cannot hide the wait (coordinated omission).
     pub fn ttft_from_schedule_ms(&self) -> Option<f64> {
-        Some(ms(self
-            .events
-            .get(&EventKind::LlmFirstToken)?
-            .signed_since(self.scheduled?)))
+        Some(ns_to_ms(
+            self.events
+                .get(&EventKind::LlmFirstToken)?
+                .signed_since(self.scheduled?),
+        ))
     }
 }
 

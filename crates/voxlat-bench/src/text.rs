@@ -72,7 +72,7 @@ pub fn render_cell(c: &CellSummary) -> String {
     out
 }
 
-fn ms(v: Option<f64>) -> String {
+fn cell_ms(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format!("{v:.1}"))
 }
 
@@ -158,12 +158,12 @@ pub fn render_analysis(r: &BenchResults) -> String {
         for c in &a.connections {
             t.row(vec![
                 format!("{} {}", c.model, c.protocol),
-                ms(c.dns_p50_ms),
-                ms(c.connect_p50_ms),
-                ms(c.cold_ttfb_p50_ms),
-                ms(c.warm_ttfb_p50_ms),
-                ms(c.cold_ttft_p50_ms),
-                ms(c.warm_ttft_p50_ms),
+                cell_ms(c.dns_p50_ms),
+                cell_ms(c.connect_p50_ms),
+                cell_ms(c.cold_ttfb_p50_ms),
+                cell_ms(c.warm_ttfb_p50_ms),
+                cell_ms(c.cold_ttft_p50_ms),
+                cell_ms(c.warm_ttft_p50_ms),
                 c.errors.to_string(),
             ]);
         }
@@ -198,7 +198,7 @@ pub fn render_analysis(r: &BenchResults) -> String {
             "joined by id",
         ]);
         for (c, v) in views {
-            let p = |s: &Option<voxlat_core::stats::Summary>| ms(s.as_ref().map(|s| s.p50));
+            let p = |s: &Option<voxlat_core::stats::Summary>| cell_ms(s.as_ref().map(|s| s.p50));
             t.row(vec![
                 c.cell.clone(),
                 p(&c.ttft_ms),

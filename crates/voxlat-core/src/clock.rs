@@ -13,12 +13,56 @@ static ORIGIN: OnceLock<Instant> = OnceLock::new();
 /// Takes the origin now if nobody has yet. Call it first thing in `main`, so that the origin
 /// is the process start and not the first event.
 pub fn init() -> Instant {
-    *ORIGIN.get_or_init(Instant::now)
+    let origin = origin();
+    anchor();
+    origin
+}
+
+/// The wall clock's reading at one point of the process clock, taken once per process: every
+/// file and span that converts a stamp to wall time uses this one pair, so they agree with each
+/// other and keep the monotonic spacing even if the wall clock is stepped later.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Anchor {
+    /// Nanoseconds since the Unix epoch, read at `process_ns`.
+    pub wall_unix_ns: u64,
+    /// The same moment on the process clock.
+    pub process_ns: Nanos,
+}
+
+impl Anchor {
+    /// `t` on the wall clock.
+    pub fn wall(&self, t: Nanos) -> std::time::SystemTime {
+        let d = t.signed_since(self.process_ns);
+        let at = std::time::UNIX_EPOCH + Duration::from_nanos(self.wall_unix_ns);
+        let abs = Duration::from_nanos(d.unsigned_abs());
+        if d >= 0 {
+            at + abs
+        } else {
+            at - abs
+        }
+    }
+}
+
+/// The process's [`Anchor`], taken on first use (by [`init`], in `main`).
+pub fn anchor() -> Anchor {
+    static ANCHOR: OnceLock<Anchor> = OnceLock::new();
+    *ANCHOR.get_or_init(|| {
+        // Not through `now()`: `init` calls this, and `now` calls `init`.
+        let origin = origin();
+        let process = Instant::now().saturating_duration_since(origin);
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Anchor {
+            wall_unix_ns: u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX),
+            process_ns: Nanos(u64::try_from(process.as_nanos()).unwrap_or(u64::MAX)),
+        }
+    })
 }
 
 /// The origin every [`Nanos`] counts from.
 pub fn origin() -> Instant {
-    init()
+    *ORIGIN.get_or_init(Instant::now)
 }
 
 /// Now, on the process clock.
@@ -56,6 +100,11 @@ impl Nanos {
         (self.0 as i128 - earlier.0 as i128).clamp(i64::MIN as i128, i64::MAX as i128) as i64
     }
 
+    /// `ms` milliseconds after the origin (fixtures and scripted timelines).
+    pub const fn from_ms(ms: u64) -> Nanos {
+        Nanos(ms * 1_000_000)
+    }
+
     pub fn saturating_add(self, d: Duration) -> Nanos {
         Nanos(
             self.0
@@ -78,6 +127,17 @@ pub const MAX_INPUT_SECONDS: f64 = 1e6;
 /// Nanoseconds (signed) to milliseconds, for display and statistics.
 pub fn ns_to_ms(ns: i64) -> f64 {
     ns as f64 / 1e6
+}
+
+/// A duration in milliseconds, for display and statistics. The one `fn ms` of the workspace
+/// (`tests/tidy.rs`): every other conversion to milliseconds calls one of these.
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// `samples` at `rate` Hz, in milliseconds (a rate of 0 counts as 1).
+pub fn samples_to_ms(samples: usize, rate: u32) -> f64 {
+    samples as f64 * 1000.0 / f64::from(rate.max(1))
 }
 
 /// The wall-clock time as an RFC 3339 UTC label (seconds precision). A label only: never
@@ -121,5 +181,15 @@ mod tests {
         let l = wall_label_compact();
         assert!(l.ends_with('Z'), "{l}");
         assert!(!l.contains(':') && !l.contains('-'), "{l}");
+    }
+
+    #[test]
+    fn the_anchor_is_taken_once_and_maps_stamps_onto_the_wall_clock() {
+        let a = anchor();
+        assert_eq!(a, anchor(), "one anchor per process");
+        let later = Nanos(a.process_ns.0 + 1_500_000_000);
+        let d = a.wall(later).duration_since(a.wall(a.process_ns)).unwrap();
+        assert_eq!(d, Duration::from_millis(1500));
+        assert!(now() >= a.process_ns);
     }
 }

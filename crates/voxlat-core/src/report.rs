@@ -38,6 +38,10 @@ pub struct ClockInfo {
     pub source: String,
     pub unit: String,
     pub origin: String,
+    /// Where the process clock sits on the wall clock (the same pair telemetry's spans use).
+    /// Absent in files from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anchor: Option<clock::Anchor>,
 }
 
 impl ClockInfo {
@@ -46,6 +50,7 @@ impl ClockInfo {
             source: "monotonic (std::time::Instant; CLOCK_MONOTONIC on Linux)".into(),
             unit: "ns".into(),
             origin: "process start".into(),
+            anchor: Some(clock::anchor()),
         }
     }
 }

@@ -93,16 +93,12 @@ mod tests {
     use voxlat_llm::record::DeltaStamp;
     use voxlat_llm::StreamOutcome;
 
-    fn ms(v: u64) -> Nanos {
-        Nanos(v * 1_000_000)
-    }
-
     fn chunk(started: u64, ready: u64, audio_s: f64) -> ChunkRecord {
         ChunkRecord {
             chars: 10,
-            submitted: ms(started),
-            started: ms(started),
-            first_audio: Some(ms(ready)),
+            submitted: Nanos::from_ms(started),
+            started: Nanos::from_ms(started),
+            first_audio: Some(Nanos::from_ms(ready)),
             audio_s,
             skipped: None,
             remote: None,
@@ -121,16 +117,18 @@ mod tests {
             deltas: times
                 .iter()
                 .map(|&t| DeltaStamp {
-                    t: ms(t),
+                    t: Nanos::from_ms(t),
                     chars: 3,
                     reasoning: false,
                 })
                 .collect(),
             ..StreamOutcome::default()
         });
-        rec.events.insert(EventKind::LlmFirstToken, ms(1000));
-        rec.events.insert(EventKind::LlmDone, ms(1140));
-        rec.events.insert(EventKind::PlayoutStart, ms(1400));
+        rec.events
+            .insert(EventKind::LlmFirstToken, Nanos::from_ms(1000));
+        rec.events.insert(EventKind::LlmDone, Nanos::from_ms(1140));
+        rec.events
+            .insert(EventKind::PlayoutStart, Nanos::from_ms(1400));
         rec.chunks = vec![chunk(1100, 1350, 1.0), chunk(1500, 1800, 1.0)];
         let p = ReplyPace::of(&rec).unwrap();
         assert_eq!(p.tpot_ms, Some(35.0));

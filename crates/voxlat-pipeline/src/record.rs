@@ -10,7 +10,6 @@ use voxlat_core::remote::RemoteCall;
 use voxlat_core::segments::{Breakdown, VOICE_TO_VOICE};
 use voxlat_core::{EventKind, Nanos, TimelineSnapshot};
 use voxlat_llm::StreamOutcome;
-use voxlat_tts::lead::Lead;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -147,8 +146,12 @@ impl ChunkRecord {
             audio_s: c.duration().as_secs_f64(),
             skipped: c.skipped.as_ref().map(|s| format!("{s:?}")),
             remote: c.remote.as_deref().cloned(),
-            lead_trimmed_ms: c.lead.map(|l| Lead::ms(l.trimmed, c.sample_rate)),
-            voice_at_ms: c.lead.map(|l| Lead::ms(l.voice_at, c.sample_rate)),
+            lead_trimmed_ms: c
+                .lead
+                .map(|l| voxlat_core::clock::samples_to_ms(l.trimmed, c.sample_rate)),
+            voice_at_ms: c
+                .lead
+                .map(|l| voxlat_core::clock::samples_to_ms(l.voice_at, c.sample_rate)),
         }
     }
 }

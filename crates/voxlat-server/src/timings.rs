@@ -38,8 +38,9 @@ pub struct Stamps {
     pub last_token: Option<Instant>,
 }
 
-fn ms(a: Instant, b: Instant) -> f64 {
-    b.saturating_duration_since(a).as_secs_f64() * 1e3
+/// Milliseconds from `a` to `b` (0 if `b` is earlier).
+fn span_ms(a: Instant, b: Instant) -> f64 {
+    voxlat_core::clock::ms(b.saturating_duration_since(a))
 }
 
 fn per_second(n: u64, ms: f64) -> f64 {
@@ -65,22 +66,22 @@ impl Stamps {
     /// The timings as of `now`; stages not reached yet read 0.
     pub fn timings(&self, cache_n: u64, prompt_n: u64, predicted_n: u64, now: Instant) -> Timings {
         let started = self.started.unwrap_or(now);
-        let prompt_ms = self.prefilled.map_or(0.0, |p| ms(started, p));
+        let prompt_ms = self.prefilled.map_or(0.0, |p| span_ms(started, p));
         let predicted_ms = match (self.prefilled, self.last_token) {
-            (Some(p), Some(l)) => ms(p, l),
+            (Some(p), Some(l)) => span_ms(p, l),
             _ => 0.0,
         };
         Timings {
-            queue_ms: ms(self.queued, started),
+            queue_ms: span_ms(self.queued, started),
             cache_n,
             prompt_n,
             prompt_ms,
             prompt_per_second: per_second(prompt_n, prompt_ms),
-            first_token_ms: self.first_token.map_or(0.0, |f| ms(self.received, f)),
+            first_token_ms: self.first_token.map_or(0.0, |f| span_ms(self.received, f)),
             predicted_n,
             predicted_ms,
             predicted_per_second: per_second(predicted_n, predicted_ms),
-            total_ms: ms(self.received, now),
+            total_ms: span_ms(self.received, now),
         }
     }
 }

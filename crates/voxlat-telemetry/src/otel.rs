@@ -32,7 +32,7 @@ impl Drop for TracingGuard {
     fn drop(&mut self) {
         if let Some(p) = self.provider.take() {
             if let Err(e) = p.shutdown() {
-                eprintln!("warning: OpenTelemetry export did not finish: {e}");
+                tracing::warn!("OpenTelemetry export did not finish: {e}");
             }
         }
     }
@@ -79,7 +79,7 @@ pub fn init_tracing(service: &str, default_filter: &str) -> TracingGuard {
             }
         }
         Err(e) => {
-            eprintln!("warning: OpenTelemetry export is off: {e}");
+            tracing::warn!("OpenTelemetry export is off: {e}");
             TracingGuard { provider: None }
         }
     }

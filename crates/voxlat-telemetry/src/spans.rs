@@ -9,28 +9,16 @@ use crate::otel::with_ids;
 use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt, Tracer as _};
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::trace::SdkTracer;
-use std::sync::OnceLock;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
+use voxlat_core::clock::{self, ns_to_ms};
 use voxlat_core::segments::{Chain, LLM_REQUEST, VOICE_TO_VOICE};
 use voxlat_core::trace::{span_id, trace_id, LLM_REQUEST_SPAN, TURN_SPAN};
-use voxlat_core::{clock, EventKind, Nanos, TimelineSnapshot};
+use voxlat_core::{EventKind, Nanos, TimelineSnapshot};
 
-/// A stamp on the process clock as wall-clock time. One anchor per process, so spans keep the
-/// monotonic clock's spacing exactly even if the wall clock is stepped later.
+/// A stamp on the process clock as wall-clock time, through the process's one anchor (the
+/// one the results header records).
 fn wall(t: Nanos) -> SystemTime {
-    static ANCHOR: OnceLock<(SystemTime, Nanos)> = OnceLock::new();
-    let (w, n) = *ANCHOR.get_or_init(|| (SystemTime::now(), clock::now()));
-    let d = t.signed_since(n);
-    let abs = Duration::from_nanos(d.unsigned_abs());
-    if d >= 0 {
-        w + abs
-    } else {
-        w - abs
-    }
-}
-
-fn ms(ns: i64) -> f64 {
-    ns as f64 / 1e6
+    clock::anchor().wall(t)
 }
 
 /// A chain's segments whose two boundaries were both stamped: (name, from, to).
@@ -70,11 +58,14 @@ pub(crate) fn emit(
     for (name, a, b) in &segments {
         attrs.push(KeyValue::new(
             format!("voxlat.segment.{name}_ms"),
-            ms(b.signed_since(*a)),
+            ns_to_ms(b.signed_since(*a)),
         ));
     }
     if let Ok(b) = VOICE_TO_VOICE.compute(snap) {
-        attrs.push(KeyValue::new("voxlat.voice_to_voice_ms", ms(b.total_ns)));
+        attrs.push(KeyValue::new(
+            "voxlat.voice_to_voice_ms",
+            ns_to_ms(b.total_ns),
+        ));
         if let Some(d) = b.dominant() {
             attrs.push(KeyValue::new("voxlat.dominant_segment", d.name.name()));
         }
@@ -96,7 +87,7 @@ pub(crate) fn emit(
             .with_attributes([
                 rid.clone(),
                 KeyValue::new("voxlat.segment", name),
-                KeyValue::new("voxlat.duration_ms", ms(b.signed_since(a))),
+                KeyValue::new("voxlat.duration_ms", ns_to_ms(b.signed_since(a))),
             ])
             .start_with_context(tracer, &cx)
             .end_with_timestamp(wall(b));
@@ -110,7 +101,7 @@ pub(crate) fn emit(
         for (name, a, b) in stamped_segments(&LLM_REQUEST, snap) {
             attrs.push(KeyValue::new(
                 format!("voxlat.llm.{name}_ms"),
-                ms(b.signed_since(a)),
+                ns_to_ms(b.signed_since(a)),
             ));
         }
         // The span the LLM server was named as parent in `traceparent`.

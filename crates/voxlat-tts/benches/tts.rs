@@ -27,17 +27,17 @@ const LOADS: usize = 5;
 const WARMUP: usize = 2;
 const RUNS: usize = 15;
 
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
 /// (median, min, max) in milliseconds.
 fn stats(mut v: Vec<Duration>) -> (f64, f64, f64) {
     v.sort_unstable();
     let median = v.get(v.len() / 2).copied().unwrap_or_default();
     let min = v.first().copied().unwrap_or_default();
     let max = v.last().copied().unwrap_or_default();
-    (ms(median), ms(min), ms(max))
+    (
+        voxlat_core::clock::ms(median),
+        voxlat_core::clock::ms(min),
+        voxlat_core::clock::ms(max),
+    )
 }
 
 fn main() {
@@ -69,7 +69,7 @@ fn main() {
     let first = load(1, Optimization::Disable);
     println!(
         "ONNX Runtime library load: {:.0} ms (once per process)",
-        ms(first.load_times().runtime)
+        voxlat_core::clock::ms(first.load_times().runtime)
     );
     drop(first);
 

@@ -29,13 +29,6 @@ pub struct Lead {
     pub voice_at: usize,
 }
 
-impl Lead {
-    /// `samples` at `rate` in milliseconds.
-    pub fn ms(samples: usize, rate: u32) -> f64 {
-        samples as f64 * 1000.0 / f64::from(rate.max(1))
-    }
-}
-
 /// Removes the silence before the first voiced sample of `samples`, keeping [`KEEP_MS`].
 /// A chunk with no sound at all is left as it is (nothing in it is voiced).
 pub fn trim(samples: &mut Vec<f32>, rate: u32) -> Lead {

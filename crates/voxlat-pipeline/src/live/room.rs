@@ -62,22 +62,18 @@ mod tests {
         10f32.powf(x / 20.0)
     }
 
-    fn ms(x: u64) -> Nanos {
-        Nanos(x * 1_000_000)
-    }
-
     #[test]
     fn the_room_is_the_loudest_of_the_silence_after_the_last_word() {
         let mut r = Room::default();
-        assert_eq!(r.level(Some(ms(0))), 0.0, "nothing heard yet");
+        assert_eq!(r.level(Some(Nanos::from_ms(0))), 0.0, "nothing heard yet");
         // Speech until 600 ms, then hiss between −44 and −41 dBFS.
         for i in 0..30 {
-            r.heard(ms(i * 20), db(-20.0));
+            r.heard(Nanos::from_ms(i * 20), db(-20.0));
         }
         for i in 0..10 {
-            r.heard(ms(600 + i * 20), db(-44.0 + (i % 4) as f32));
+            r.heard(Nanos::from_ms(600 + i * 20), db(-44.0 + (i % 4) as f32));
         }
-        let after = |t: u64| r.level(Some(ms(t)));
+        let after = |t: u64| r.level(Some(Nanos::from_ms(t)));
         assert!((after(600) - db(-41.0)).abs() < 1e-6, "{}", after(600));
         // A commit 200 ms after the word: the word is still in the last 400 ms, and is not
         // the room.
