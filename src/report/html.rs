@@ -1,312 +1,147 @@
 //! The self-contained HTML report of a replay: inline SVG and CSS, no scripts, no CDN.
 
-use std::fmt::Write;
+mod charts;
+
+use maud::{html, Markup, PreEscaped, DOCTYPE};
+use voxlat_core::clock::ns_to_ms;
 use voxlat_core::segments::VOICE_TO_VOICE;
-use voxlat_core::EventKind;
-use voxlat_pipeline::record::TurnOutcome;
+use voxlat_pipeline::pace::ReplyPace;
 use voxlat_pipeline::results::ReplayResults;
+use voxlat_pipeline::Aggregate;
 
 pub(super) const COLORS: &[&str] = &[
     "#4e79a7", "#f28e2b", "#e15759", "#b07aa1", "#76b7b2", "#59a14f", "#edc948", "#ff9da7",
     "#9c755f",
 ];
 
-pub(super) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+const CSS: &str = "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\
+    table{border-collapse:collapse}\
+    td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:right}\
+    td:first-child,th:first-child{text-align:left}\
+    .legend span{display:inline-block;margin-right:1em}\
+    .sw{display:inline-block;width:10px;height:10px;margin-right:4px}\
+    small{color:#666}";
+
+/// Milliseconds as the tables show them, whole.
+pub(super) fn f0(v: f64) -> String {
+    format!("{v:.0}")
 }
 
-fn ms(ns: i64) -> f64 {
-    ns as f64 / 1e6
+/// SVG coordinates: a tenth of a pixel is as fine as a screen shows.
+pub(super) fn f1(v: f64) -> String {
+    format!("{v:.1}")
 }
 
 pub fn render(r: &ReplayResults) -> String {
-    let mut h = String::new();
-    let a = &r.aggregate;
-    let _ = write!(
-        h,
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>voxlat replay {}</title><style>\
-         body{{font-family:system-ui,sans-serif;margin:2em;color:#222}}table{{border-collapse:collapse}}\
-         td,th{{padding:2px 8px;border-bottom:1px solid #ddd;text-align:right}}td:first-child,th:first-child{{text-align:left}}\
-         .legend span{{display:inline-block;margin-right:1em}}.sw{{display:inline-block;width:10px;height:10px;margin-right:4px}}\
-         small{{color:#666}}</style></head><body>",
-        esc(&r.header.started_utc)
-    );
-    let _ = write!(
-        h,
-        "<h1>voxlat replay</h1><p>{} · voxlat {} · {} measured turns ({} ok, {} no speech, {} errors, {} cut the speaker off and are left out of the latency){}</p><p><small>{}</small></p>",
-        esc(&r.header.started_utc),
-        esc(&r.header.tool_version),
-        a.turns,
-        a.ok,
-        a.no_speech,
-        a.errors,
-        a.cut_off,
-        if r.header.interrupted { " · <b>interrupted</b>" } else { "" },
-        esc(&r.timing_note)
-    );
-    // What a directory replay left out, so a short report is not mistaken for a full one.
-    if !r.skipped.is_empty() {
-        let _ = write!(
-            h,
-            "<p><b>Skipped ({}), not measured:</b></p><ul>",
-            r.skipped.len()
-        );
-        for s in &r.skipped {
-            let _ = write!(h, "<li>{}</li>", esc(s));
+    let page = html! {
+        (DOCTYPE)
+        html {
+            head {
+                meta charset="utf-8";
+                title { "voxlat replay " (r.header.started_utc) }
+                style { (PreEscaped(CSS)) }
+            }
+            body {
+                (header(r))
+                (latency_table(&r.aggregate))
+                (pace(&r.aggregate))
+                (legend())
+                (super::html_levels::levels(r))
+                (charts::stacked_bars(r))
+                (charts::distributions(r))
+                (charts::waterfall(r))
+                (turn_table(r))
+            }
         }
-        h.push_str("</ul>");
+    };
+    let mut page = page.into_string();
+    page.push('\n');
+    page
+}
+
+fn header(r: &ReplayResults) -> Markup {
+    let a = &r.aggregate;
+    html! {
+        h1 { "voxlat replay" }
+        p {
+            (r.header.started_utc) " · voxlat " (r.header.tool_version) " · "
+            (a.turns) " measured turns (" (a.ok) " ok, " (a.no_speech) " no speech, "
+            (a.errors) " errors, " (a.cut_off)
+            " cut the speaker off and are left out of the latency)"
+            @if r.header.interrupted {
+                " · " b { "interrupted" }
+            }
+        }
+        p { small { (r.timing_note) } }
+        // What a directory replay left out, so a short report is not mistaken for a full one.
+        @if !r.skipped.is_empty() {
+            p { b { "Skipped (" (r.skipped.len()) "), not measured:" } }
+            ul {
+                @for s in &r.skipped {
+                    li { (s) }
+                }
+            }
+        }
     }
-    // Aggregate table.
-    h.push_str("<h2>User stopped speaking → first audio</h2><table><tr><th>ms</th><th>n</th><th>mean</th><th>P50</th><th>P95</th><th>P99</th><th>max</th></tr>");
-    for (name, s) in a.segments.iter().map(|(n, s)| (n.name(), Some(s))).chain([
+}
+
+/// Each segment's percentiles, then the total and the time no stage was working.
+fn latency_table(a: &Aggregate) -> Markup {
+    let rows = a.segments.iter().map(|(n, s)| (n.name(), Some(s))).chain([
         ("total", a.total.as_ref()),
         ("overhead (no stage working)", a.overhead.as_ref()),
-    ]) {
-        if let Some(s) = s {
-            let mark = if a.dominant_p50.map(|d| d.name()) == Some(name) {
-                " ◀ dominant (P50)"
-            } else {
-                ""
-            };
-            let _ = write!(h, "<tr><td>{}{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{:.0}</td><td>{:.0}</td><td>{:.0}</td></tr>", esc(name), mark, s.n, s.mean, s.p50, s.p95, s.p99, s.max);
+    ]);
+    let dominant = a.dominant_p50.map(|d| d.name());
+    html! {
+        h2 { "User stopped speaking → first audio" }
+        table {
+            tr {
+                th { "ms" } th { "n" } th { "mean" } th { "P50" } th { "P95" } th { "P99" }
+                th { "max" }
+            }
+            @for (name, s) in rows {
+                @if let Some(s) = s {
+                    tr {
+                        td {
+                            (name)
+                            @if dominant == Some(name) {
+                                " ◀ dominant (P50)"
+                            }
+                        }
+                        td { (s.n) }
+                        td { (f0(s.mean)) }
+                        td { (f0(s.p50)) }
+                        td { (f0(s.p95)) }
+                        td { (f0(s.p99)) }
+                        td { (f0(s.max)) }
+                    }
+                }
+            }
+        }
+        p {
+            "Dominant stage: " b { (dominant.unwrap_or("-")) } " at P50"
+            @if let (Some(p95), Some(p50)) = (a.dominant_p95, a.dominant_p50) {
+                @if p95 != p50 {
+                    ", " b { (p95.name()) } " at P95"
+                }
+            }
+            ". Segments sum exactly to the total: "
+            @if a.sums_exact {
+                "yes"
+            } @else {
+                b { "NO" }
+            }
+            "."
         }
     }
-    let _ = write!(
-        h,
-        "</table><p>Dominant stage: <b>{}</b> at P50{}. Segments sum exactly to the total: {}.</p>",
-        esc(a.dominant_p50.map_or("-", |d| d.name())),
-        match (&a.dominant_p95, &a.dominant_p50) {
-            (Some(p95), Some(p50)) if p95 != p50 => format!(", <b>{}</b> at P95", esc(p95.name())),
-            _ => String::new(),
-        },
-        if a.sums_exact { "yes" } else { "<b>NO</b>" }
-    );
-    pace(&mut h, a);
-    // Legend.
-    h.push_str("<p class=\"legend\">");
-    for (i, s) in VOICE_TO_VOICE.steps.iter().enumerate() {
-        let _ = write!(
-            h,
-            "<span><i class=\"sw\" style=\"background:{}\"></i>{}</span>",
-            COLORS[i % COLORS.len()],
-            s.name
-        );
-    }
-    h.push_str("</p>");
-    super::html_levels::levels(&mut h, r);
-    stacked_bars(&mut h, r);
-    distributions(&mut h, r);
-    waterfall(&mut h, r);
-    turn_table(&mut h, r);
-    h.push_str("</body></html>\n");
-    h
-}
-
-fn stacked_bars(h: &mut String, r: &ReplayResults) {
-    let turns: Vec<_> = r
-        .turns
-        .iter()
-        .filter(|t| !t.warmup && t.breakdown.is_some())
-        .collect();
-    if turns.is_empty() {
-        return;
-    }
-    let max = turns
-        .iter()
-        .filter_map(|t| t.breakdown.as_ref())
-        .map(|b| ms(b.total_ns))
-        .fold(1.0, f64::max);
-    let (w, row, left) = (900.0, 18.0, 200.0);
-    let height = turns.len() as f64 * row + 30.0;
-    let _ = write!(h, "<h2>Per turn</h2><svg width=\"{}\" height=\"{height}\" xmlns=\"http://www.w3.org/2000/svg\" font-size=\"11\">", w + left + 60.0);
-    for (i, t) in turns.iter().enumerate() {
-        let y = i as f64 * row;
-        let _ = write!(
-            h,
-            "<text x=\"0\" y=\"{}\">{}</text>",
-            y + 12.0,
-            esc(&format!("{} #{}", t.turn, t.repeat))
-        );
-        let mut x = left;
-        let b = t.breakdown.as_ref().expect("filtered");
-        for (k, s) in b.segments.iter().enumerate() {
-            let bw = (ms(s.ns).max(0.0) / max) * w;
-            let _ = write!(h, "<rect x=\"{x:.1}\" y=\"{y}\" width=\"{bw:.1}\" height=\"{}\" fill=\"{}\"><title>{}: {:.0} ms</title></rect>", row - 4.0, COLORS[k % COLORS.len()], s.name, ms(s.ns));
-            x += bw;
-        }
-        let _ = write!(
-            h,
-            "<text x=\"{:.1}\" y=\"{}\">{:.0} ms</text>",
-            x + 4.0,
-            y + 12.0,
-            ms(b.total_ns)
-        );
-    }
-    let _ = write!(h, "<text x=\"{left}\" y=\"{}\">0</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{max:.0} ms</text></svg>", height - 6.0, left + w, height - 6.0);
-}
-
-fn distributions(h: &mut String, r: &ReplayResults) {
-    let turns: Vec<_> = r
-        .turns
-        .iter()
-        .filter(|t| !t.warmup)
-        .filter_map(|t| t.breakdown.as_ref())
-        .collect();
-    if turns.is_empty() {
-        return;
-    }
-    let (w, row, left) = (700.0, 28.0, 160.0);
-    let steps: Vec<&str> = VOICE_TO_VOICE
-        .steps
-        .iter()
-        .map(|s| s.name.name())
-        .chain(["total"])
-        .collect();
-    let value = |b: &voxlat_core::segments::Breakdown, name: &str| {
-        if name == "total" {
-            Some(b.total_ns)
-        } else {
-            b.segments.iter().find(|s| s.name == name).map(|s| s.ns)
-        }
-    };
-    let max = turns
-        .iter()
-        .flat_map(|b| steps.iter().filter_map(|n| value(b, n)))
-        .map(ms)
-        .fold(1.0, f64::max);
-    let _ = write!(h, "<h2>Distribution of each segment</h2><svg width=\"{}\" height=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" font-size=\"11\">", w + left + 40.0, steps.len() as f64 * row + 24.0);
-    for (i, name) in steps.iter().enumerate() {
-        let y = i as f64 * row + 14.0;
-        let _ = write!(h, "<text x=\"0\" y=\"{}\">{name}</text><line x1=\"{left}\" x2=\"{}\" y1=\"{y}\" y2=\"{y}\" stroke=\"#eee\"/>", y + 4.0, left + w);
-        let color = COLORS.get(i).copied().unwrap_or("#333");
-        let mut vals: Vec<f64> = turns
-            .iter()
-            .filter_map(|b| value(b, name))
-            .map(ms)
-            .collect();
-        for v in &vals {
-            let _ = write!(
-                h,
-                "<circle cx=\"{:.1}\" cy=\"{y}\" r=\"3\" fill=\"{color}\" fill-opacity=\"0.6\"/>",
-                left + v.max(0.0) / max * w
-            );
-        }
-        vals.sort_by(f64::total_cmp);
-        if let Some(p50) = vals.get(vals.len().saturating_sub(1) / 2) {
-            let _ = write!(h, "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#000\"><title>P50 {3:.0} ms</title></line>", left + p50.max(0.0) / max * w, y - 8.0, y + 8.0, p50);
-        }
-    }
-    let _ = write!(h, "<text x=\"{left}\" y=\"{}\">0</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{max:.0} ms</text></svg><p><small>Dots: turns; bar: median.</small></p>", steps.len() as f64 * row + 20.0, left + w, steps.len() as f64 * row + 20.0);
-}
-
-fn waterfall(h: &mut String, r: &ReplayResults) {
-    // The turn with the median total, drawn from speech end.
-    let mut ok: Vec<_> = r
-        .turns
-        .iter()
-        .filter(|t| !t.warmup && t.outcome == TurnOutcome::Ok && t.breakdown.is_some())
-        .collect();
-    if ok.is_empty() {
-        return;
-    }
-    ok.sort_by_key(|t| t.breakdown.as_ref().map_or(0, |b| b.total_ns));
-    let t = ok[ok.len() / 2];
-    let Some(&origin) = t.events.get(&EventKind::SpeechEnd) else {
-        return;
-    };
-    let end = t
-        .events
-        .get(&EventKind::PlayoutDone)
-        .or(t.events.get(&EventKind::LlmDone))
-        .copied()
-        .unwrap_or(origin);
-    let span = ms(end.signed_since(origin)).max(1.0);
-    let (w, row, left) = (760.0, 20.0, 190.0);
-    let rel = |n: voxlat_core::Nanos| left + ms(n.signed_since(origin)).max(0.0) / span * w;
-    let _ = write!(
-        h,
-        "<h2>One turn as a waterfall</h2><p>{} #{} (median total): “{}” → “{}”</p>",
-        esc(&t.turn),
-        t.repeat,
-        esc(&t.transcript),
-        esc(&t.reply_text)
-    );
-    let mut rows: Vec<(String, voxlat_core::Nanos, voxlat_core::Nanos)> = Vec::new();
-    let ev = |k: EventKind| t.events.get(&k).copied();
-    let mut push = |name: &str, a: Option<voxlat_core::Nanos>, b: Option<voxlat_core::Nanos>| {
-        if let (Some(a), Some(b)) = (a, b) {
-            rows.push((name.to_string(), a, b));
-        }
-    };
-    push(
-        "endpointing",
-        ev(EventKind::SpeechEnd),
-        ev(EventKind::Endpoint),
-    );
-    for s in t
-        .busy
-        .iter()
-        .filter(|s| s.stage == voxlat_pipeline::record::Stage::Asr)
-    {
-        push("asr (compute)", Some(s.from), Some(s.to));
-    }
-    push(
-        "llm request → first token",
-        ev(EventKind::LlmSent),
-        ev(EventKind::LlmFirstToken),
-    );
-    push(
-        "llm generation",
-        ev(EventKind::LlmFirstToken),
-        ev(EventKind::LlmDone),
-    );
-    for (i, c) in t.chunks.iter().enumerate() {
-        push(
-            &format!("tts chunk {i} ({} chars)", c.chars),
-            Some(c.started),
-            c.first_audio,
-        );
-    }
-    push(
-        "playout",
-        ev(EventKind::PlayoutStart),
-        ev(EventKind::PlayoutDone),
-    );
-    let _ = write!(
-        h,
-        "<svg width=\"{}\" height=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" font-size=\"11\">",
-        w + left + 20.0,
-        rows.len() as f64 * row + 40.0
-    );
-    for (i, (name, a, b)) in rows.iter().enumerate() {
-        let y = i as f64 * row;
-        let x = rel(*a);
-        let _ = write!(h, "<text x=\"0\" y=\"{}\">{}</text><rect x=\"{x:.1}\" y=\"{y}\" width=\"{:.1}\" height=\"{}\" fill=\"{}\"><title>{:.0}–{:.0} ms</title></rect>", y + 13.0, esc(name), (rel(*b) - x).max(1.0), row - 6.0, COLORS[i % COLORS.len()], ms(a.signed_since(origin)), ms(b.signed_since(origin)));
-    }
-    if let Some(llm) = &t.llm {
-        let y = rows.len() as f64 * row;
-        let _ = write!(h, "<text x=\"0\" y=\"{}\">tokens</text>", y + 13.0);
-        for d in &llm.deltas {
-            let _ = write!(
-                h,
-                "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#333\"/>",
-                rel(d.t),
-                y + 2.0,
-                y + 14.0
-            );
-        }
-    }
-    let _ = write!(h, "<text x=\"{left}\" y=\"{}\">speech end</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">+{span:.0} ms</text></svg>", rows.len() as f64 * row + 36.0, left + w, rows.len() as f64 * row + 36.0);
 }
 
 /// TPOT, ITL, TTS real-time factor and the playback margin (voxlat_pipeline::pace).
-fn pace(h: &mut String, a: &voxlat_pipeline::Aggregate) {
-    let Some(p) = &a.pace else { return };
-    h.push_str("<h2>Reply pace</h2><table><tr><th></th><th>n</th><th>min</th><th>P50</th><th>P95</th><th>max</th></tr>");
-    for (name, s) in [
+fn pace(a: &Aggregate) -> Markup {
+    let Some(p) = &a.pace else {
+        return html! {};
+    };
+    let rows = [
         ("TPOT (ms)", &p.tpot_ms),
         ("ITL P95 per reply (ms)", &p.itl_p95_ms),
         ("TTS real-time factor", &p.tts_rtf),
@@ -314,62 +149,135 @@ fn pace(h: &mut String, a: &voxlat_pipeline::Aggregate) {
             "playback margin (ms; below 0 stutters)",
             &p.playback_margin_ms,
         ),
-    ] {
-        if let Some(s) = s {
-            let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td></tr>", esc(name), s.n, s.min, s.p50, s.p95, s.max);
+    ];
+    let f2 = |v: f64| format!("{v:.2}");
+    html! {
+        h2 { "Reply pace" }
+        table {
+            tr { th {} th { "n" } th { "min" } th { "P50" } th { "P95" } th { "max" } }
+            @for (name, s) in rows {
+                @if let Some(s) = s {
+                    tr {
+                        td { (name) }
+                        td { (s.n) }
+                        td { (f2(s.min)) }
+                        td { (f2(s.p50)) }
+                        td { (f2(s.p95)) }
+                        td { (f2(s.max)) }
+                    }
+                }
+            }
         }
     }
-    h.push_str("</table>");
 }
 
-fn turn_table(h: &mut String, r: &ReplayResults) {
-    h.push_str("<h2>Turns</h2><table><tr><th>turn</th><th>outcome</th><th>transcript</th><th>WER</th><th>reply</th><th>total ms</th><th>TPOT ms</th><th>ITL P95 ms</th><th>TTS RTF</th><th>margin ms</th></tr>");
-    for t in &r.turns {
-        let _ = write!(
-            h,
-            "<tr><td>{}{} #{}</td><td>{:?}</td><td style=\"text-align:left\">{}</td><td>{}</td><td style=\"text-align:left\">{}</td><td>{}</td>{}</tr>",
-            if t.warmup { "(warm-up) " } else { "" },
-            esc(&t.turn),
-            t.repeat,
-            t.outcome,
-            esc(&t.transcript),
-            t.wer.map(|w| format!("{:.0}%", w * 100.0)).unwrap_or_default(),
-            esc(&t.error.clone().unwrap_or_else(|| t.reply_text.clone())),
-            t.breakdown.as_ref().map(|b| format!("{:.0}", ms(b.total_ns))).unwrap_or_default(),
-            pace_cells(t.pace.as_ref())
-        );
+/// The segments' colours, shared by the charts below.
+fn legend() -> Markup {
+    html! {
+        p.legend {
+            @for (k, s) in VOICE_TO_VOICE.steps.iter().enumerate() {
+                span {
+                    i.sw style=(format!("background:{}", COLORS[k % COLORS.len()])) {}
+                    (s.name)
+                }
+            }
+        }
     }
-    h.push_str("</table>");
 }
 
-fn pace_cells(p: Option<&voxlat_pipeline::pace::ReplyPace>) -> String {
-    let cell = |v: Option<f64>, digits: usize| {
-        format!(
-            "<td>{}</td>",
-            v.map(|v| format!("{v:.digits$}")).unwrap_or_default()
-        )
-    };
-    match p {
+fn turn_table(r: &ReplayResults) -> Markup {
+    html! {
+        h2 { "Turns" }
+        table {
+            tr {
+                th { "turn" } th { "outcome" } th { "transcript" } th { "WER" } th { "reply" }
+                th { "total ms" } th { "TPOT ms" } th { "ITL P95 ms" } th { "TTS RTF" }
+                th { "margin ms" }
+            }
+            @for t in &r.turns {
+                tr {
+                    td {
+                        @if t.warmup {
+                            "(warm-up) "
+                        }
+                        (t.turn) " #" (t.repeat)
+                    }
+                    td { (format!("{:?}", t.outcome)) }
+                    td style="text-align:left" { (t.transcript) }
+                    td { (t.wer.map(|w| format!("{:.0}%", w * 100.0)).unwrap_or_default()) }
+                    td style="text-align:left" {
+                        (t.error.as_deref().unwrap_or(t.reply_text.as_str()))
+                    }
+                    td { (t.breakdown.as_ref().map(|b| f0(ns_to_ms(b.total_ns))).unwrap_or_default()) }
+                    (pace_cells(t.pace.as_ref()))
+                }
+            }
+        }
+    }
+}
+
+/// The turn's pace figures, empty cells where it has none, so the columns stay aligned.
+fn pace_cells(p: Option<&ReplyPace>) -> Markup {
+    let cell =
+        |v: Option<f64>, digits: usize| v.map(|v| format!("{v:.digits$}")).unwrap_or_default();
+    let cells: [String; 4] = match p {
         Some(p) => [
             cell(p.tpot_ms, 0),
             cell(p.itl_p95_ms, 0),
             cell(p.tts_rtf, 2),
             cell(p.playback_margin_ms, 0),
-        ]
-        .concat(),
-        None => "<td></td>".repeat(4),
+        ],
+        None => Default::default(),
+    };
+    html! {
+        @for c in &cells {
+            td { (c) }
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn skipped_scenarios_are_listed_escaped() {
-        let mut r = voxlat_pipeline::results::ReplayResults::new(
+    use voxlat_core::segments::VOICE_TO_VOICE;
+    use voxlat_core::Nanos;
+    use voxlat_pipeline::results::ReplayResults;
+    use voxlat_pipeline::{Aggregate, TurnOutcome, TurnRecord};
+
+    fn results() -> ReplayResults {
+        ReplayResults::new(
             voxlat_pipeline::PipelineConfig::default(),
             voxlat_core::threads::ThreadBudget::detect(),
             voxlat_pipeline::setup::Stages::default(),
-        );
+        )
+    }
+
+    /// An answered turn of a `--sessions` level, each segment `step_ms` long, with a pace.
+    fn turn(sessions: u32, start_ms: u64, step_ms: u64) -> TurnRecord {
+        let mut t = TurnRecord::blank("s", "t<1>", &format!("r{sessions}-{start_ms}"), "x");
+        t.sessions = sessions;
+        t.outcome = TurnOutcome::Ok;
+        t.transcript = "hello".into();
+        let mut at = start_ms;
+        t.events.insert(VOICE_TO_VOICE.start, Nanos(at * 1_000_000));
+        for step in VOICE_TO_VOICE.steps {
+            at += step_ms;
+            t.events.insert(step.to, Nanos(at * 1_000_000));
+        }
+        t.compute_breakdown();
+        // Set after the breakdown, which derives the pace from an LLM stream this turn lacks.
+        t.pace = Some(voxlat_pipeline::pace::ReplyPace {
+            tpot_ms: Some(20.0),
+            itl_p95_ms: Some(30.0),
+            tts_rtf: Some(0.3),
+            playback_margin_ms: Some(150.0),
+            ..Default::default()
+        });
+        t
+    }
+
+    #[test]
+    fn skipped_scenarios_are_listed_escaped() {
+        let mut r = results();
         let html = super::render(&r);
         assert!(!html.contains("Skipped"));
         r.skipped = vec!["a.toml: turn `<x>`: zero.wav: sample_rate = 0 Hz".into()];
@@ -377,6 +285,45 @@ mod tests {
         assert!(html.contains("Skipped (1)"), "{html}");
         assert!(
             html.contains("&lt;x&gt;") && html.contains("zero.wav"),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn the_report_renders_every_section() {
+        let mut r = results();
+        r.turns = vec![
+            turn(1, 0, 50),
+            turn(1, 10_000, 60),
+            turn(2, 20_000, 80),
+            turn(2, 30_000, 90),
+        ];
+        r.aggregate = Aggregate::from_turns(&r.turns);
+        r.levels = voxlat_pipeline::levels::levels(&r.turns, &r.threads);
+        let html = super::render(&r);
+        // The headings the hand-written report wrote, in its order.
+        let sections = [
+            "<h1>voxlat replay</h1>",
+            "<h2>User stopped speaking → first audio</h2>",
+            "<h2>Reply pace</h2>",
+            "<h2>Concurrency gradient: P50 of each segment by callers at once</h2>",
+            "<h2>Per turn</h2>",
+            "<h2>Distribution of each segment</h2>",
+            "<h2>One turn as a waterfall</h2>",
+            "<h2>Turns</h2>",
+        ];
+        let mut from = 0;
+        for s in sections {
+            let at = html[from..]
+                .find(s)
+                .unwrap_or_else(|| panic!("{s} missing or out of order:\n{html}"));
+            from += at + s.len();
+        }
+        assert_eq!(html.matches("<h2>").count(), sections.len() - 1, "{html}");
+        // The gradient, the stacked bars, the distributions and the waterfall.
+        assert_eq!(html.matches("<svg").count(), 4, "{html}");
+        assert!(
+            html.contains("t&lt;1&gt; #0") && !html.contains("t<1>"),
             "{html}"
         );
     }

@@ -186,7 +186,7 @@ pub struct ResultsWriter {
     pub results: ReplayResults,
     kept: Vec<TurnRecord>,
     jsonl_file: std::fs::File,
-    csv_file: std::fs::File,
+    csv_file: csv::Writer<std::fs::File>,
 }
 
 impl ResultsWriter {
@@ -215,7 +215,7 @@ impl ResultsWriter {
             })
         };
         let jsonl_file = create(&jsonl)?;
-        let csv_file = create(&csv_path)?;
+        let csv_file = csv::Writer::from_writer(create(&csv_path)?);
         let mut w = ResultsWriter {
             json,
             csv: csv_path,
@@ -225,7 +225,7 @@ impl ResultsWriter {
             jsonl_file,
             csv_file,
         };
-        append(&mut w.csv_file, &w.csv, csv_header().as_bytes())?;
+        w.append_csv(&csv_header())?;
         w.write_summary()?;
         Ok(w)
     }
@@ -240,9 +240,21 @@ impl ResultsWriter {
         })?;
         line.push(b'\n');
         append(&mut self.jsonl_file, &self.jsonl, &line)?;
-        append(&mut self.csv_file, &self.csv, csv_row(&t).as_bytes())?;
+        self.append_csv(&csv_row(&t))?;
         self.kept.push(summary_view(t));
         Ok(())
+    }
+
+    /// One whole CSV line, flushed to the kernel like the JSONL's.
+    fn append_csv(&mut self, row: &[String]) -> Result<(), WriteError> {
+        let io = |source| WriteError::Io {
+            path: self.csv.clone(),
+            source,
+        };
+        self.csv_file
+            .write_record(row)
+            .map_err(|e| io(std::io::Error::other(e)))?;
+        self.csv_file.flush().map_err(io)
     }
 
     fn write_summary(&mut self) -> Result<(), WriteError> {
@@ -343,39 +355,44 @@ fn append(f: &mut std::fs::File, path: &Path, bytes: &[u8]) -> Result<(), WriteE
     })
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
+/// The CSV's columns: one row per turn, segment columns in ms.
+fn csv_header() -> Vec<String> {
+    let mut cols: Vec<String> = [
+        "scenario",
+        "turn",
+        "repeat",
+        "warmup",
+        "request_id",
+        "outcome",
+        "wer",
+    ]
+    .map(String::from)
+    .into();
+    cols.extend(
+        VOICE_TO_VOICE
+            .steps
+            .iter()
+            .map(|s| format!("{}_ms", s.name.name())),
+    );
+    cols.extend(
+        [
+            "total_ms",
+            "overhead_ms",
+            "underruns",
+            "transcript",
+            "reply",
+            "error",
+        ]
+        .map(String::from),
+    );
+    cols
 }
 
-/// One row per turn; segment columns in ms.
-pub fn csv(turns: &[TurnRecord]) -> String {
-    let mut out = csv_header();
-    for t in turns {
-        out.push_str(&csv_row(t));
-    }
-    out
-}
-
-fn csv_header() -> String {
-    let mut out = String::from("scenario,turn,repeat,warmup,request_id,outcome,wer");
-    for s in VOICE_TO_VOICE.steps {
-        out.push(',');
-        out.push_str(s.name.name());
-        out.push_str("_ms");
-    }
-    out.push_str(",total_ms,overhead_ms,underruns,transcript,reply,error\n");
-    out
-}
-
-fn csv_row(t: &TurnRecord) -> String {
-    let mut out = String::new();
+fn csv_row(t: &TurnRecord) -> Vec<String> {
+    let ms3 = |ns: i64| format!("{:.3}", voxlat_core::clock::ns_to_ms(ns));
     let mut row = vec![
-        csv_field(&t.scenario),
-        csv_field(&t.turn),
+        t.scenario.clone(),
+        t.turn.clone(),
         t.repeat.to_string(),
         t.warmup.to_string(),
         t.request_id.clone(),
@@ -387,24 +404,22 @@ fn csv_row(t: &TurnRecord) -> String {
             t.breakdown
                 .as_ref()
                 .and_then(|b| b.segment_ns(s.name))
-                .map(|ns| format!("{:.3}", ns as f64 / 1e6))
+                .map(ms3)
                 .unwrap_or_default(),
         );
     }
     row.push(
         t.breakdown
             .as_ref()
-            .map(|b| format!("{:.3}", b.total_ns as f64 / 1e6))
+            .map(|b| ms3(b.total_ns))
             .unwrap_or_default(),
     );
     row.push(t.overhead_ms.map(|v| format!("{v:.3}")).unwrap_or_default());
     row.push(t.underruns.to_string());
-    row.push(csv_field(&t.transcript));
-    row.push(csv_field(&t.reply_text));
-    row.push(csv_field(t.error.as_deref().unwrap_or("")));
-    out.push_str(&row.join(","));
-    out.push('\n');
-    out
+    row.push(t.transcript.clone());
+    row.push(t.reply_text.clone());
+    row.push(t.error.clone().unwrap_or_default());
+    row
 }
 
 #[cfg(test)]
@@ -418,6 +433,25 @@ mod tests {
             ThreadBudget::detect(),
             crate::setup::Stages::default(),
         )
+    }
+
+    #[test]
+    fn a_transcript_with_commas_quotes_and_a_newline_reads_back_whole_from_the_csv() {
+        let d = tempfile::tempdir().unwrap();
+        let mut w = ResultsWriter::new(d.path(), results()).unwrap();
+        let mut t = TurnRecord::blank("s", "t", "r", "hello");
+        t.transcript = "Press 1, then say \"yes\".\nThen 2.".into();
+        w.push(t).unwrap();
+        let mut r = csv::Reader::from_path(&w.csv).unwrap();
+        let col = r
+            .headers()
+            .unwrap()
+            .iter()
+            .position(|h| h == "transcript")
+            .expect("a transcript column");
+        let row = r.records().next().expect("one row").unwrap();
+        assert_eq!(&row[col], "Press 1, then say \"yes\".\nThen 2.");
+        assert_eq!(row.len(), csv_header().len());
     }
 
     #[test]
