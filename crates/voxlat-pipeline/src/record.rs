@@ -107,6 +107,10 @@ pub struct Interruption {
     pub reaction_ms: Option<f64>,
     /// The streaming LLM request was dropped before it finished.
     pub llm_aborted: bool,
+    /// What of the reply the user heard, as it went into the history with their words; `None`
+    /// when no whole word was heard, and then their words carry into the next message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heard: Option<String>,
 }
 
 /// A span during which a stage worked on the turn (for the overhead figure).

@@ -600,6 +600,7 @@ mod tests {
                 playback_stopped: Some(Nanos(at + 1)),
                 reaction_ms: Some(i as f64),
                 llm_aborted: false,
+                heard: None,
             });
         }
         t

@@ -155,6 +155,9 @@ impl Pipeline {
             // What the user heard of it stays in the conversation, so that what they say next
             // is read against it ("And Germany?" after "The capital of France is Par…").
             if let Some(heard) = outcome::heard_reply(rec, tl, &reply.spoken) {
+                if let Some(i) = rec.interrupted.as_mut() {
+                    i.heard = Some(heard.clone());
+                }
                 crate::history::remember(history, user_text, heard, self.cfg.history_cap);
             }
             return Ok(());
@@ -223,6 +226,7 @@ fn interrupt(rec: &mut TurnRecord, stage: Stage, onset: Nanos) {
         playback_stopped: None,
         reaction_ms: None,
         llm_aborted: false,
+        heard: None,
     });
 }
 

@@ -32,7 +32,8 @@ pub const RESUMED_WITHIN_MS: f64 = 2000.0;
 /// asked); none otherwise.
 pub(super) fn carried_words(rec: &TurnRecord, merge: bool) -> Option<String> {
     let unheard = match rec.outcome {
-        TurnOutcome::Interrupted => merge || !rec.events.contains_key(&EventKind::PlayoutStart),
+        // Not remembered as heard (no whole word of the reply was): the words go on.
+        TurnOutcome::Interrupted => merge || !remembered_as_heard(rec),
         // Failed before the LLM: asking the carried words again cannot fail the same way.
         TurnOutcome::Error => !rec.events.contains_key(&EventKind::LlmSent),
         _ => false,
@@ -41,12 +42,16 @@ pub(super) fn carried_words(rec: &TurnRecord, merge: bool) -> Option<String> {
     (unheard && !words.trim().is_empty()).then_some(words)
 }
 
+/// The turn's words went into the history with the part of its reply the user heard. The one
+/// test both ways: words neither remembered nor carried would be lost.
+fn remembered_as_heard(rec: &TurnRecord) -> bool {
+    rec.interrupted.as_ref().is_some_and(|i| i.heard.is_some())
+}
+
 /// The words of a turn that was interrupted after the user heard some of its reply, and did
 /// not carry into the next (the exchange stays in the history as heard).
 pub(super) fn heard_words(rec: &TurnRecord, merge: bool) -> Option<String> {
-    let heard = rec.outcome == TurnOutcome::Interrupted
-        && !merge
-        && rec.events.contains_key(&EventKind::PlayoutStart);
+    let heard = rec.outcome == TurnOutcome::Interrupted && !merge && remembered_as_heard(rec);
     let words = crate::history::continued(rec.merged_words.as_deref(), &rec.transcript);
     (heard && !words.trim().is_empty()).then_some(words)
 }
@@ -368,3 +373,7 @@ impl AskAgain {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "continuation_tests.rs"]
+mod tests;
