@@ -213,3 +213,154 @@ fn each_rule_catches_the_graph_that_breaks_it() {
         );
     }
 }
+
+// ---- Modules inside a crate -------------------------------------------------------------
+
+/// The top-level module a source file of a crate belongs to (`src/session/mod.rs` →
+/// `session`); `None` for the crate root.
+fn top_module(src: &std::path::Path, file: &std::path::Path) -> Option<String> {
+    let rel = file.strip_prefix(src).ok()?;
+    let first = rel.components().next()?.as_os_str().to_str()?;
+    let name = first.strip_suffix(".rs").unwrap_or(first);
+    (name != "lib" && name != "main").then(|| name.to_string())
+}
+
+/// The top-level modules a file's code (comments and `#[cfg(test)]` parts left out) names
+/// through `crate::`.
+fn modules_named(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for line in text.lines() {
+        let code = line.trim_start();
+        if code.starts_with("#[cfg(test)]") {
+            break;
+        }
+        if code.starts_with("//") {
+            continue;
+        }
+        let code = code.split("//").next().unwrap_or("");
+        let mut rest = code;
+        while let Some(i) = rest.find("crate::") {
+            rest = &rest[i + "crate::".len()..];
+            let names: Vec<&str> = match rest.strip_prefix('{') {
+                Some(group) => group
+                    .split('}')
+                    .next()
+                    .unwrap_or("")
+                    .split(',')
+                    .map(|n| n.trim().split("::").next().unwrap_or(""))
+                    .collect(),
+                None => vec![rest
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .next()
+                    .unwrap_or("")],
+            };
+            out.extend(
+                names
+                    .into_iter()
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_string),
+            );
+        }
+    }
+    out
+}
+
+/// Which top-level module of the crate at `src` uses which.
+fn module_graph(src: &std::path::Path) -> Graph {
+    let mut files = Vec::new();
+    let mut todo = vec![src.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for e in std::fs::read_dir(&dir).expect("source dir").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                files.push(p);
+            }
+        }
+    }
+    let mut g = Graph::new();
+    for f in files {
+        let Some(from) = top_module(src, &f) else {
+            continue;
+        };
+        let text = std::fs::read_to_string(&f).expect("source file");
+        let deps = g.entry(from.clone()).or_default();
+        deps.extend(modules_named(&text).into_iter().filter(|m| *m != from));
+    }
+    g
+}
+
+/// A cycle of modules, each using the next and the last the first; `None` when there is
+/// none.
+fn a_cycle(g: &Graph) -> Option<Vec<String>> {
+    fn visit(
+        g: &Graph,
+        m: &str,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == m) {
+            return Some(path[i..].to_vec());
+        }
+        if done.contains(m) {
+            return None;
+        }
+        path.push(m.to_string());
+        for d in g.get(m).into_iter().flatten() {
+            if let Some(c) = visit(g, d, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(m.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    g.keys()
+        .find_map(|m| visit(g, m, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn the_pipeline_crate_has_no_module_cycle() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/voxlat-pipeline/src");
+    let g = module_graph(&src);
+    assert!(
+        g.contains_key("session") && g.contains_key("record"),
+        "{g:?}"
+    );
+    if let Some(c) = a_cycle(&g) {
+        panic!(
+            "modules of voxlat-pipeline use each other in a cycle: {} → {}",
+            c.join(" → "),
+            c[0]
+        );
+    }
+}
+
+#[test]
+fn the_cycle_check_finds_a_cycle_and_reads_grouped_imports() {
+    let named = modules_named(
+        "use crate::record::{Stage, TurnRecord};\nuse crate::{output::Output, pace};\n// crate::docs\nlet x = crate::clock::now();\n#[cfg(test)]\nuse crate::fake;",
+    );
+    let want: BTreeSet<String> = ["record", "output", "pace", "clock"]
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(named, want);
+    let mut g = Graph::new();
+    for (a, b) in [
+        ("output", "record"),
+        ("record", "pace"),
+        ("pace", "record"),
+        ("session", "output"),
+    ] {
+        g.entry(a.to_string()).or_default().insert(b.to_string());
+    }
+    assert_eq!(
+        a_cycle(&g),
+        Some(vec!["record".to_string(), "pace".to_string()])
+    );
+    g.get_mut("pace").unwrap().clear();
+    assert_eq!(a_cycle(&g), None);
+}

@@ -63,8 +63,8 @@ const LONG_FILES: &[(&str, &str)] = &[
         "where an API key comes from, and which URLs it may go to",
     ),
     (
-        "crates/voxlat-pipeline/src/record.rs",
-        "the turn record (issue 66 splits it by building it from values)",
+        "crates/voxlat-pipeline/src/record/mod.rs",
+        "the turn record: its fields, derived figures and their tests",
     ),
     (
         "crates/voxlat-llm/src/chunk/fast.rs",
@@ -85,10 +85,6 @@ const LONG_FILES: &[(&str, &str)] = &[
     (
         "crates/voxlat-net/src/arrival.rs",
         "kernel receive stamps on a TCP stream, and their tests",
-    ),
-    (
-        "crates/voxlat-pipeline/src/session/mod.rs",
-        "the Session's event loop (issue 66 splits it into recognition and conversation)",
     ),
     (
         "crates/voxlat-bench/src/analysis/mod.rs",

@@ -57,7 +57,7 @@ pub struct Aggregate {
     /// (`TurnRecord::cutoff`); absent when no turn was judged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cutoffs: Option<CutoffCount>,
-    /// The replies' pace ([`crate::pace`]) over the turns that ran to their end.
+    /// The replies' pace ([`crate::record::pace`]) over the turns that ran to their end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pace: Option<PaceSummary>,
     /// Turns whose first audio was ready before the endpoint committed them (a speculative
@@ -95,8 +95,9 @@ pub struct PaceSummary {
 
 impl PaceSummary {
     fn of<'a>(turns: impl Iterator<Item = &'a TurnRecord>) -> Option<PaceSummary> {
-        let paces: Vec<&crate::pace::ReplyPace> = turns.filter_map(|t| t.pace.as_ref()).collect();
-        let pick = |f: fn(&crate::pace::ReplyPace) -> Option<f64>| {
+        let paces: Vec<&crate::record::pace::ReplyPace> =
+            turns.filter_map(|t| t.pace.as_ref()).collect();
+        let pick = |f: fn(&crate::record::pace::ReplyPace) -> Option<f64>| {
             let v: Vec<f64> = paces.iter().filter_map(|p| f(p)).collect();
             Summary::from_samples(&v, 0)
         };

@@ -2,7 +2,8 @@
 //! by 1, 4, 8 … simulated callers at once, one summary per level, and the segment whose P50
 //! grows most as callers are added: the stage that saturates first.
 
-use crate::record::{Aggregate, TurnRecord};
+use crate::aggregate::Aggregate;
+use crate::record::TurnRecord;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use voxlat_core::threads::ThreadBudget;

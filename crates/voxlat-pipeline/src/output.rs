@@ -2,42 +2,16 @@
 //! ([`crate::live::Speaker`]). Either one stamps `playout_queued`, `playout_start` and
 //! `playout_done` on the turn's timeline, and reports what it played.
 
+use crate::control::Control;
+pub use crate::control::Steer;
 use crate::record::ChunkRecord;
+pub use crate::record::PauseSpan;
 use crate::stages::BoxFuture;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use voxlat_core::{clock, EventKind, Nanos, Timeline};
 use voxlat_tts::stream::ChunkAudio;
-
-/// A barge-in onset, once there is one; the turn's output stops when it arrives.
-pub type Cancel = watch::Receiver<Option<Nanos>>;
-
-/// The user's speech onset while the reply is paused (they spoke soon after the commit, and
-/// the session waits for their words to decide); `None` while it may play.
-pub type Pause = watch::Receiver<Option<Nanos>>;
-
-/// How the session steers a reply's output: a pause holds it where it is, a resume (the pause
-/// back to `None`) plays on from there, and a cancel stops it for good.
-#[derive(Clone)]
-pub struct Steer {
-    pub cancel: Cancel,
-    pub pause: Pause,
-}
-
-/// One pause of a reply's output.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct PauseSpan {
-    /// The user's speech onset that paused it.
-    pub onset: Nanos,
-    /// When the output went silent (live: the device's own timestamp of the flush); for a
-    /// reply not yet audible, when its audio started being held.
-    pub silent: Nanos,
-    /// When it played on; `None` if it never did (the user's words replaced it).
-    pub resumed: Option<Nanos>,
-    /// Reply audio playing while the user talked: onset → silent, over what was audible, ms.
-    pub overlap_ms: f64,
-}
 
 /// What an output did with one reply.
 #[derive(Default, Debug)]
@@ -217,10 +191,8 @@ async fn virtual_sink(
     steer: Steer,
     linger: bool,
 ) -> Played {
-    let Steer {
-        mut cancel,
-        mut pause,
-    } = steer;
+    let mut steer = steer;
+    let cancel = steer.clone();
     let mut p = Played::default();
     let mut v = VirtualPlayout {
         tl: tl.clone(),
@@ -232,7 +204,7 @@ async fn virtual_sink(
     let mut audio_open = true;
     let mut steered = true;
     // An onset already there when the output opens.
-    if let Some(onset) = *pause.borrow_and_update() {
+    if let Control::Paused { onset } = steer.seen() {
         v.pause(onset);
     }
     loop {
@@ -252,15 +224,14 @@ async fn virtual_sink(
                 }
                 None => audio_open = false,
             },
-            r = pause.changed(), if steered => match r {
-                Ok(()) => match *pause.borrow_and_update() {
-                    Some(onset) => v.pause(onset),
-                    None => v.resume(&mut p),
-                },
+            r = steer.changed(), if steered => match r {
+                Some(Control::Paused { onset }) => v.pause(onset),
+                Some(Control::Play) => v.resume(&mut p),
+                Some(Control::Held | Control::Cancelled { .. } | Control::Dropped { .. }) => {}
                 // The session let go of the turn: nothing will resume it.
-                Err(_) => steered = false,
+                None => steered = false,
             },
-            _ = cancel.wait_for(|c| c.is_some()), if stoppable && steered => {
+            _ = cancel.cancelled(), if stoppable && steered => {
                 v.stop(&mut p);
                 break;
             }

@@ -310,7 +310,8 @@ mod tests {
     /// the filter, clean after it, and the two figures say so apart.
     #[test]
     fn a_reply_cleaned_by_the_tail_filter_counts_as_failed_before_and_clean_after() {
-        use crate::record::{Aggregate, TurnOutcome, TurnRecord};
+        use crate::aggregate::Aggregate;
+        use crate::record::{TurnOutcome, TurnRecord};
         let transcript = "What's the weather like in Paris today?";
         let spoken = "It is sunny in Paris.";
         let dropped = Some("prochains łę");
@@ -347,7 +348,8 @@ mod tests {
 
     #[test]
     fn counts_cover_spoken_replies_and_old_results_still_load() {
-        use crate::record::{Aggregate, TurnOutcome, TurnRecord};
+        use crate::aggregate::Aggregate;
+        use crate::record::{TurnOutcome, TurnRecord};
         let mut good = TurnRecord::blank("s", "a", "r1", "Set a timer.");
         good.outcome = TurnOutcome::Ok;
         good.quality = Some(q("Okay, the timer is running.", "Set a timer."));

@@ -14,9 +14,10 @@
 //! so a live run of days does not hold every whole record. The whole turns are read back
 //! from the JSONL once, when the summary is rendered.
 
+use crate::aggregate::Aggregate;
 use crate::config::PipelineConfig;
 use crate::levels::{levels, Level};
-use crate::record::{Aggregate, TurnRecord};
+use crate::record::TurnRecord;
 use crate::setup::Stages;
 use crate::sweep::SweepRow;
 use serde::{Deserialize, Serialize};

@@ -143,8 +143,9 @@ pub fn spawn_scenario_source(
                         _ => {}
                     }
                     let is_end = matches!(ev, VadEvent::Endpoint { .. });
-                    if let Some(judge) = judge.as_ref().filter(|_| is_end) {
-                        if !send(SourceEvent::Judged(judge(last))) {
+                    if let (Some(judge), VadEvent::Endpoint { at, .. }) = (judge.as_ref(), &ev) {
+                        let verdict = judge(last);
+                        if !send(SourceEvent::Judged { at: *at, verdict }) {
                             return;
                         }
                     }
@@ -161,8 +162,9 @@ pub fn spawn_scenario_source(
             // a live source's end ends it: it gets a commit and a verdict, not "no speech".
             let (last, t_end) = fed;
             for ev in ep.finish(t_end) {
-                if let Some(judge) = judge.as_ref() {
-                    if !send(SourceEvent::Judged(judge(last))) {
+                if let (Some(judge), VadEvent::Endpoint { at, .. }) = (judge.as_ref(), &ev) {
+                    let verdict = judge(last);
+                    if !send(SourceEvent::Judged { at: *at, verdict }) {
                         return;
                     }
                 }

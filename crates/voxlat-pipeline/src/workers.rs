@@ -5,13 +5,13 @@
 //! Runtime's state stay on the thread that made them).
 
 use crate::asr_prefix::Prefix;
+use crate::control::Steer;
 use crate::error::StageError;
 use crate::meter::Meter;
-use crate::output::Pause;
 use crate::record::Stage;
 use crate::stages::Transcriber;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
@@ -211,13 +211,11 @@ impl Drop for AsrWorker {
 pub struct TtsBegin {
     pub timeline: Arc<Timeline>,
     pub out: mpsc::UnboundedSender<ChunkAudio>,
-    /// Raised on barge-in: chunks still queued are skipped, not synthesized.
-    pub cancel: Arc<AtomicBool>,
     /// Told each chunk's synthesis time, heard or not.
     pub meter: Option<Meter>,
-    /// The reply's pause: while it is paused, synthesis stops once [`PAUSED_AHEAD_S`] of its
-    /// audio is left to play.
-    pub pause: Option<Pause>,
+    /// The turn's control: cancelled, the chunks still queued are skipped, not synthesized;
+    /// paused, synthesis stops once [`PAUSED_AHEAD_S`] of its audio is left to play.
+    pub steer: Steer,
 }
 
 /// Messages to the TTS worker, each naming its turn: a turn that is dropped mid-stream, or
@@ -394,9 +392,8 @@ fn serve_tts<V: Synthesize>(voice: &mut V, rx: &std_mpsc::Receiver<TtsMsg>) {
         let TtsBegin {
             timeline,
             out,
-            cancel,
             meter,
-            pause,
+            steer,
         } = begin;
         let stream_tl = timeline.clone();
         let mut stream = TtsStream::new(voice, timeline);
@@ -406,14 +403,14 @@ fn serve_tts<V: Synthesize>(voice: &mut V, rx: &std_mpsc::Receiver<TtsMsg>) {
             text, submitted, ..
         }) = inbox.next_of(turn)
         {
-            if cancel.load(Ordering::Acquire) {
+            if steer.cancelled_at().is_some() {
                 continue;
             }
             // A paused reply that has enough audio to play on with makes no more until the
             // user's words decide it: the deciding transcription gets the cores, and a reply
             // that gives way wastes less synthesis.
-            wait_while_paused(pause.as_ref(), &cancel, &stream_tl, made_s);
-            if cancel.load(Ordering::Acquire) {
+            wait_while_paused(&steer, &stream_tl, made_s);
+            if steer.cancelled_at().is_some() {
                 continue;
             }
             let started = clock::now();
@@ -442,14 +439,11 @@ const PAUSED_AHEAD_S: f64 = 1.0;
 /// How often paused synthesis looks whether it may go on: far less than the audio it keeps.
 const PAUSE_POLL: std::time::Duration = std::time::Duration::from_millis(5);
 
-/// Returns once the reply is not paused (or its pause is over for good), `cancel` is raised,
-/// or less than [`PAUSED_AHEAD_S`] of the `made_s` seconds made is left to play.
-fn wait_while_paused(pause: Option<&Pause>, cancel: &AtomicBool, tl: &Timeline, made_s: f64) {
-    let Some(pause) = pause else {
-        return;
-    };
+/// Returns once the reply is not paused (or its pause is over for good: cancelled, or let go
+/// of), or less than [`PAUSED_AHEAD_S`] of the `made_s` seconds made is left to play.
+fn wait_while_paused(steer: &Steer, tl: &Timeline, made_s: f64) {
     loop {
-        let Some(onset) = *pause.borrow() else {
+        let Some(onset) = steer.paused_at() else {
             return;
         };
         // Played before the pause: from the first sample to the user's onset (an upper bound
@@ -457,11 +451,7 @@ fn wait_while_paused(pause: Option<&Pause>, cancel: &AtomicBool, tl: &Timeline, 
         let played_s = tl.get(EventKind::PlayoutStart).map_or(0.0, |start| {
             clock::ns_to_ms(onset.signed_since(start)).max(0.0) / 1e3
         });
-        // `has_changed` fails once the session has dropped the sender: no one will resume it.
-        if made_s - played_s < PAUSED_AHEAD_S
-            || pause.has_changed().is_err()
-            || cancel.load(Ordering::Acquire)
-        {
+        if made_s - played_s < PAUSED_AHEAD_S || steer.let_go() {
             return;
         }
         std::thread::sleep(PAUSE_POLL);
@@ -643,9 +633,8 @@ mod tests {
         let turn = worker.begin(TtsBegin {
             timeline: Arc::new(Timeline::new(voxlat_core::RequestId::new())),
             out,
-            cancel: Arc::default(),
             meter: None,
-            pause: None,
+            steer: crate::control::Steer::free(),
         });
         (turn, rx)
     }

@@ -6,8 +6,8 @@ use std::convert::Infallible;
 use std::path::Path;
 use std::time::Duration;
 use voxlat_pipeline::fake::{FakeAsr, FakeLlm, FakeTts};
-use voxlat_pipeline::record::Aggregate;
 use voxlat_pipeline::workers::{AsrWorker, TtsWorker};
+use voxlat_pipeline::Aggregate;
 use voxlat_pipeline::{LoadedTurn, Pipeline, PipelineConfig, Scenario, TurnOutcome};
 
 const MS: Duration = Duration::from_millis(1);

@@ -440,6 +440,96 @@ fn audio_time_is_anchored_at_the_endpoint_decision() {
     assert_eq!(rec.vad_speech_end_error_ms, Some(50.0));
 }
 
+/// The end of a replayed turn comes as three messages: the truth, the verdict and the
+/// endpoint. The source's thread and the session's select may meet them in any order, and
+/// each is matched by time, never by arrival, so every order gives the same record.
+#[test]
+fn the_truth_the_verdict_and_the_endpoint_give_the_same_record_in_every_order() {
+    use voxlat_core::cutoff::Verdict;
+    use voxlat_core::segments::Segment;
+    let f = Fakes::new();
+    let p = f.pipeline(PipelineConfig::default());
+    let sink = VirtualSink;
+    let opts = SessionOptions {
+        clock: SourceClock::Audio,
+        ..SessionOptions::default()
+    };
+    let rt = rt();
+    let verdict = Verdict::AfterEnd { latency_ms: 650.0 };
+    let orders: [[usize; 3]; 6] = [
+        [0, 1, 2],
+        [0, 2, 1],
+        [1, 0, 2],
+        [1, 2, 0],
+        [2, 0, 1],
+        [2, 1, 0],
+    ];
+    let mut seen = Vec::new();
+    for order in orders {
+        let received = clock::now();
+        let mut parts = [
+            Some(SourceEvent::Truth(at(9_350))),
+            Some(SourceEvent::Judged {
+                at: at(10_000),
+                verdict,
+            }),
+            Some(SourceEvent::Vad {
+                ev: VadEvent::Endpoint {
+                    speech_start: at(8_000),
+                    speech_end: at(9_400),
+                    at: at(10_000),
+                    audio: utterance(),
+                    confirms_provisional: false,
+                    turn_probability: None,
+                    forced: false,
+                },
+                received,
+            }),
+        ];
+        let (tx, rx) = mpsc::channel(16);
+        for i in order {
+            tx.try_send(parts[i].take().expect("each part once"))
+                .expect("room in the channel");
+        }
+        let rec = rt.block_on(async {
+            let mut s = Session::new(&p, &sink, rx, opts, TurnMeta::live);
+            s.next_turn().await.unwrap().unwrap()
+        });
+        let ev = |k| rec.events.get(&k).expect("stamped").0;
+        let endpointing = rec
+            .breakdown
+            .as_ref()
+            .and_then(|b| b.segment_ns(Segment::Endpointing));
+        let endpointer_from = rec
+            .busy
+            .iter()
+            .find(|b| b.stage == Stage::Endpointer)
+            .map(|b| received.0 - b.from.0);
+        seen.push((
+            order,
+            received.0 - ev(EventKind::SpeechEnd),
+            rec.vad_speech_end_error_ms,
+            rec.cutoff,
+            endpointing,
+            endpointer_from,
+        ));
+    }
+    for s in &seen {
+        assert_eq!(
+            (s.1, s.2, s.3, s.4, s.5),
+            (
+                650_000_000,
+                Some(50.0),
+                Some(verdict),
+                Some(650_000_000),
+                Some(650_000_000)
+            ),
+            "order {:?}",
+            s.0
+        );
+    }
+}
+
 #[test]
 fn a_silent_session_gives_up_after_its_idle_timeout() {
     let f = Fakes::new();

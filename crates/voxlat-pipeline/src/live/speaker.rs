@@ -5,7 +5,8 @@
 use super::echo::EchoRef;
 use super::speaker_thread::{speaker_thread, SpeakerCmd, SpeakerEvent};
 use super::POLL;
-use crate::output::{Cancel, Output, Played, Steer};
+use crate::control::Control;
+use crate::output::{Output, Played, Steer};
 use crate::record::ChunkRecord;
 use crate::stages::BoxFuture;
 use std::sync::mpsc as std_mpsc;
@@ -70,10 +71,8 @@ impl Speaker {
         rate: u32,
         steer: Steer,
     ) -> Played {
-        let Steer {
-            mut cancel,
-            mut pause,
-        } = steer;
+        let mut steer = steer;
+        let cancel = steer.clone();
         let mut steered = true;
         let (ev_tx, mut ev_rx) = mpsc::unbounded_channel();
         let mut p = Played::default();
@@ -82,25 +81,23 @@ impl Speaker {
         }
         let mut audio_open = true;
         let mut stopping = false;
-        if let Some(onset) = *pause.borrow_and_update() {
+        if let Control::Paused { onset } = steer.seen() {
             let _ = self.tx.send(SpeakerCmd::Pause { onset });
         }
         loop {
             tokio::select! {
-                r = pause.changed(), if steered && !stopping => match r {
-                    Ok(()) => {
-                        let cmd = match *pause.borrow_and_update() {
-                            Some(onset) => SpeakerCmd::Pause { onset },
-                            None => {
-                                if let Some(p) = p.pauses.last_mut().filter(|p| p.resumed.is_none()) {
-                                    p.resumed = Some(clock::now());
-                                }
-                                SpeakerCmd::Resume
-                            }
-                        };
-                        let _ = self.tx.send(cmd);
+                r = steer.changed(), if steered && !stopping => match r {
+                    Some(Control::Paused { onset }) => {
+                        let _ = self.tx.send(SpeakerCmd::Pause { onset });
                     }
-                    Err(_) => steered = false,
+                    Some(Control::Play) => {
+                        if let Some(p) = p.pauses.last_mut().filter(|p| p.resumed.is_none()) {
+                            p.resumed = Some(clock::now());
+                        }
+                        let _ = self.tx.send(SpeakerCmd::Resume);
+                    }
+                    Some(Control::Held | Control::Cancelled { .. } | Control::Dropped { .. }) => {}
+                    None => steered = false,
                 },
                 c = rx.recv(), if audio_open => match c {
                     Some(c) => {
@@ -116,7 +113,7 @@ impl Speaker {
                         let _ = self.tx.send(SpeakerCmd::End);
                     }
                 },
-                _ = barge_in(&mut cancel), if !stopping => {
+                _ = cancel.cancelled(), if !stopping => {
                     stopping = true;
                     audio_open = false;
                     let _ = self.tx.send(SpeakerCmd::Stop);
@@ -155,11 +152,4 @@ impl Output for Speaker {
     ) -> BoxFuture<'static, Played> {
         Box::pin(self.clone().play_reply(tl, audio, rate, steer))
     }
-}
-
-async fn barge_in(cancel: &mut Cancel) {
-    if cancel.wait_for(|v| v.is_some()).await.is_ok() {
-        return;
-    }
-    std::future::pending().await
 }

@@ -8,14 +8,15 @@ mod reply;
 mod transcript;
 
 use crate::config::PipelineConfig;
+use crate::control::Steer;
 use crate::error::TurnError;
 use crate::meter::Meter;
-use crate::output::{Cancel, Output, Pause, Played};
+use crate::output::{Output, Played};
 use crate::record::{Interruption, Stage, TurnOutcome, TurnRecord};
 use crate::stages::{BoxFuture, Replier};
 use crate::workers::{AsrRequest, AsrResult, AsrWorker, TtsWorker};
 use std::sync::Arc;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::oneshot;
 use voxlat_core::{Nanos, Timeline};
 use voxlat_llm::{ChatRequest, Message};
 use voxlat_vad::SharedScorer;
@@ -49,13 +50,12 @@ pub(crate) struct TurnCtx<'a> {
     pub system_prompt: &'a str,
     pub expect_keywords: &'a [String],
     pub output: &'a dyn Output,
-    pub cancel: Cancel,
-    /// Holds the reply's audio while the user speaks soon after the commit.
-    pub pause: Pause,
+    /// The turn's control: cancel, pause and resume, and a held reply's commit.
+    pub steer: Steer,
     pub progress: &'a ProgressFn,
-    /// A speculative reply: its audio is held until this carries the commit (the endpoint),
-    /// and never plays if `cancel` fires first.
-    pub hold: Option<Hold>,
+    /// A speculative reply: its audio is held until `steer` commits it, and never plays if
+    /// it is dropped first.
+    pub held: bool,
     /// A speculative reply's: the LLM request and TTS report their time to it, which is the
     /// waste if the reply is discarded.
     /// Told the reply's LLM and TTS compute, heard or not.
@@ -64,9 +64,6 @@ pub(crate) struct TurnCtx<'a> {
     /// this turn's transcript continues them, and the LLM is asked with both.
     pub carried: Option<String>,
 }
-
-/// When a held reply may play: `Some(endpoint)` once the turn is committed.
-pub(crate) type Hold = watch::Receiver<Option<Nanos>>;
 
 impl Pipeline {
     pub fn new(
@@ -115,17 +112,14 @@ impl Pipeline {
             system_prompt,
             expect_keywords,
             output,
-            cancel,
-            pause,
+            steer,
             progress,
-            hold,
+            held,
             meter,
             carried,
         } = cx;
         rec.merged_words = carried.clone();
-        let Some(transcript) =
-            transcript::awaited(asr, endpoint, tl, rec, &cancel, hold.as_ref()).await?
-        else {
+        let Some(transcript) = transcript::awaited(asr, endpoint, tl, rec, &steer).await? else {
             return Ok(());
         };
         // What the user said in this turn, earlier words first: a cough after an early
@@ -142,16 +136,15 @@ impl Pipeline {
             tl,
             language_hint: format!("{system_prompt} {user_text}"),
             output,
-            cancel: &cancel,
-            pause,
+            steer: &steer,
             progress,
-            hold,
+            held,
             meter,
         };
         let mut reply = self.stream_reply(ask, rec).await?;
         outcome::record_output(rec, tl, &mut reply.played, self.tts.sample_rate, &self.cfg);
         outcome::record_keywords(rec, expect_keywords);
-        if outcome::ended_by_cancel(rec, tl, &cancel, reply.aborted, &reply.played) {
+        if outcome::ended_by_cancel(rec, tl, &steer, reply.aborted, &reply.played) {
             // What the user heard of it stays in the conversation, so that what they say next
             // is read against it ("And Germany?" after "The capital of France is Par…").
             if let Some(heard) = outcome::heard_reply(rec, tl, &reply.spoken) {
@@ -230,36 +223,17 @@ fn interrupt(rec: &mut TurnRecord, stage: Stage, onset: Nanos) {
     });
 }
 
-/// Starts a held reply's output only once `hold` carries the commit: its audio waits in the
-/// channel meanwhile, and a reply cancelled first never opens the output, so nothing plays.
+/// Starts a held reply's output only once `steer` commits it: its audio waits in the
+/// channel meanwhile, and a reply dropped first never opens the output, so nothing plays.
 /// Opening is what matters live: the speaker gates the microphone from the moment a reply
 /// begins, and a gate closed at the provisional end would keep from the endpointer the very
 /// silence that commits the turn.
-fn opened_at_commit(
-    play: BoxFuture<'static, Played>,
-    mut hold: Hold,
-    cancel: Cancel,
-) -> BoxFuture<'static, Played> {
+fn opened_at_commit(play: BoxFuture<'static, Played>, steer: Steer) -> BoxFuture<'static, Played> {
     Box::pin(async move {
-        let go = tokio::select! {
-            r = hold.wait_for(|c| c.is_some()) => r.is_ok(),
-            _ = cancelled(cancel) => false,
-        };
-        if go {
+        if steer.committed().await {
             play.await
         } else {
             Played::default()
         }
     })
-}
-
-/// Resolves with the barge-in onset once `cancel` carries one; never if its sender is gone
-/// without one.
-pub(crate) async fn cancelled(mut cancel: Cancel) -> Nanos {
-    if let Ok(v) = cancel.wait_for(|v| v.is_some()).await {
-        if let Some(t) = *v {
-            return t;
-        }
-    }
-    std::future::pending().await
 }

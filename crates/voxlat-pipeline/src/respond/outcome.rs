@@ -3,7 +3,8 @@
 
 use super::interrupt;
 use crate::config::PipelineConfig;
-use crate::output::{Cancel, Played};
+use crate::control::Steer;
+use crate::output::Played;
 use crate::quality::{self, Bounds};
 use crate::record::{ChunkRecord, Stage, TurnRecord};
 use std::time::Duration;
@@ -78,11 +79,11 @@ pub(super) fn record_keywords(rec: &mut TurnRecord, expect_keywords: &[String]) 
 pub(super) fn ended_by_cancel(
     rec: &mut TurnRecord,
     tl: &Timeline,
-    cancel: &Cancel,
+    steer: &Steer,
     aborted: bool,
     played: &Played,
 ) -> bool {
-    let onset = *cancel.borrow();
+    let onset = steer.cancelled_at();
     let cut = aborted || played.stopped_at.is_some() || played.samples.is_empty();
     let Some(onset) = onset.filter(|_| cut) else {
         return false;

@@ -1,13 +1,13 @@
 //! The reply as it streams: LLM deltas through the clean-end chunker to TTS, and TTS audio to
 //! the output, all at once; a barge-in drops the request and skips what is still queued.
 
-use super::{cancelled, opened_at_commit, Hold, Pipeline, Progress, ProgressFn};
+use super::{opened_at_commit, Pipeline, Progress, ProgressFn};
+use crate::control::Steer;
 use crate::error::TurnError;
 use crate::meter::Meter;
-use crate::output::{Cancel, Output, Pause, Played, Steer};
+use crate::output::{Output, Played};
 use crate::record::{Stage, TurnRecord};
 use crate::workers::{TtsBegin, TtsTurn};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use voxlat_core::{clock, EventKind, Timeline};
@@ -23,10 +23,10 @@ pub(super) struct Ask<'a> {
     /// Text in the reply's language, for the chunker's sentence rules.
     pub language_hint: String,
     pub output: &'a dyn Output,
-    pub cancel: &'a Cancel,
-    pub pause: Pause,
+    pub steer: &'a Steer,
     pub progress: &'a ProgressFn,
-    pub hold: Option<Hold>,
+    /// A speculative reply: its output opens at the commit.
+    pub held: bool,
     pub meter: Meter,
 }
 
@@ -47,29 +47,25 @@ impl Pipeline {
         ask: Ask<'_>,
         rec: &mut TurnRecord,
     ) -> Result<Streamed, TurnError> {
-        let Ask { tl, cancel, .. } = ask;
+        let Ask { tl, steer, .. } = ask;
         let (audio_tx, audio_rx) = mpsc::unbounded_channel::<ChunkAudio>();
-        let steer = Steer {
-            cancel: cancel.clone(),
-            pause: ask.pause.clone(),
-        };
         let play = ask
             .output
-            .play(tl.clone(), audio_rx, self.tts.sample_rate, steer);
-        let sink = tokio::spawn(match ask.hold {
-            Some(h) => opened_at_commit(play, h, cancel.clone()),
-            None => play,
+            .play(tl.clone(), audio_rx, self.tts.sample_rate, steer.clone());
+        let sink = tokio::spawn(if ask.held {
+            opened_at_commit(play, steer.clone())
+        } else {
+            play
         });
-        let tts_cancel = Arc::new(AtomicBool::new(false));
+        // Cancelled, TTS skips what is still queued; the output stops on the same control.
         let tts = self.tts.begin(TtsBegin {
             timeline: tl.clone(),
             out: audio_tx,
-            cancel: tts_cancel.clone(),
             meter: Some(ask.meter.clone()),
-            pause: Some(ask.pause.clone()),
+            steer: steer.clone(),
         });
         let (llm, spoken) = self
-            .stream_text(ask.req, tl, &ask.language_hint, cancel, ask.progress, &tts)
+            .stream_text(ask.req, tl, &ask.language_hint, steer, ask.progress, &tts)
             .await;
         let aborted = llm.is_none();
         let err = match llm {
@@ -81,8 +77,8 @@ impl Pipeline {
             }
             None => {
                 // The request future was dropped: the connection closes, and the server sees
-                // the client go away. Chunks still queued are not spoken.
-                tts_cancel.store(true, Ordering::Release);
+                // the client go away. Chunks still queued are not spoken (the turn is
+                // cancelled).
                 rec.reply_text = spoken.streamed;
                 None
             }
@@ -99,7 +95,6 @@ impl Pipeline {
         }
         rec.push_span(Stage::Llm, llm_busy.map(|b| b.0), llm_busy.map(|b| b.1));
         let played = sink.await.map_err(|e| TurnError::Output(e.to_string()))?;
-        tts_cancel.store(true, Ordering::Release);
         Ok(Streamed {
             aborted,
             err,
@@ -115,7 +110,7 @@ impl Pipeline {
         req: &ChatRequest,
         tl: &Timeline,
         language_hint: &str,
-        cancel: &Cancel,
+        steer: &Steer,
         progress: &ProgressFn,
         tts: &TtsTurn,
     ) -> (
@@ -142,7 +137,7 @@ impl Pipeline {
             };
             tokio::select! {
                 r = self.llm.stream_chat(req, tl, &mut on_delta) => Some(r),
-                _ = cancelled(cancel.clone()) => None,
+                _ = steer.cancelled() => None,
             }
         };
         let Some((outcome, err)) = result else {

@@ -1,8 +1,8 @@
 //! The turn's transcript: awaited (or given up at a barge-in, keeping its words) and recorded.
 
-use super::{cancelled, interrupt, Hold};
+use super::interrupt;
+use crate::control::Steer;
 use crate::error::TurnError;
-use crate::output::Cancel;
 use crate::record::{BusySpan, Stage, TurnRecord};
 use crate::workers::AsrResult;
 use tokio::sync::oneshot;
@@ -10,25 +10,24 @@ use voxlat_asr::engine::Transcript;
 use voxlat_core::{EventKind, Nanos, Timeline};
 
 /// The transcript, stamped and recorded; `None` when a barge-in came first (the turn is then
-/// marked interrupted during ASR). `hold` is a speculative reply's.
+/// marked interrupted during ASR).
 pub(super) async fn awaited(
     mut asr: oneshot::Receiver<AsrResult>,
     endpoint: Nanos,
     tl: &Timeline,
     rec: &mut TurnRecord,
-    cancel: &Cancel,
-    hold: Option<&Hold>,
+    steer: &Steer,
 ) -> Result<Option<Transcript>, TurnError> {
     let asr = tokio::select! {
         // A turn superseded by the time its transcript is in must not open an LLM request:
         // when both are ready, the cancel is read first.
         biased;
-        onset = cancelled(cancel.clone()) => {
+        onset = steer.cancelled() => {
             interrupt(rec, Stage::Asr, onset);
             // A reply dropped before its commit is a miss, and its record goes nowhere:
             // waiting for its decode would only keep the next provisional end from starting
             // a reply of its own.
-            if hold.is_some_and(|h| h.borrow().is_none()) {
+            if steer.dropped() {
                 return Ok(None);
             }
             // The decode finishes anyway: its words are what the next turn continues.
@@ -66,14 +65,12 @@ fn record(rec: &mut TurnRecord, t: &Transcript) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::control::TurnControl;
     use std::time::Duration;
-    use tokio::sync::watch;
     use voxlat_core::RequestId;
 
     /// A turn cancelled while its decode runs on: how long `awaited` keeps it.
-    fn cancelled_during_a_decode(
-        committed: Option<Nanos>,
-    ) -> Option<Result<Option<Transcript>, TurnError>> {
+    fn cancelled_during_a_decode(committed: bool) -> Option<Result<Option<Transcript>, TurnError>> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
@@ -81,11 +78,14 @@ mod tests {
         rt.block_on(async {
             // The decode never ends while this sender lives.
             let (_decoding, asr) = oneshot::channel::<AsrResult>();
-            let (_cancel_tx, cancel) = watch::channel(Some(Nanos(1)));
-            let (_hold_tx, hold) = watch::channel(committed);
+            let (control, steer) = TurnControl::new(true);
+            if committed {
+                control.commit();
+            }
+            control.cancel(Nanos(1));
             let tl = Timeline::new(RequestId::new());
             let mut rec = TurnRecord::blank("s", "t", "r", "");
-            let turn = awaited(asr, Nanos(0), &tl, &mut rec, &cancel, Some(&hold));
+            let turn = awaited(asr, Nanos(0), &tl, &mut rec, &steer);
             tokio::time::timeout(Duration::from_millis(200), turn)
                 .await
                 .ok()
@@ -94,9 +94,9 @@ mod tests {
 
     #[test]
     fn a_reply_dropped_before_its_commit_does_not_wait_for_its_decode() {
-        assert!(matches!(cancelled_during_a_decode(None), Some(Ok(None))));
+        assert!(matches!(cancelled_during_a_decode(false), Some(Ok(None))));
         // A committed turn's record keeps what was said, so it waits for the words.
-        assert!(cancelled_during_a_decode(Some(Nanos(0))).is_none());
+        assert!(cancelled_during_a_decode(true).is_none());
     }
 
     /// The transcript and the cancel are both there when the turn looks: the turn is
@@ -119,11 +119,12 @@ mod tests {
             })
             .ok()
             .unwrap();
-            let (_cancel_tx, cancel) = tokio::sync::watch::channel(Some(Nanos(3)));
+            let (control, steer) = TurnControl::new(false);
+            control.cancel(Nanos(3));
             let tl = Timeline::new(RequestId::new());
             let mut rec = TurnRecord::blank("s", "t", "r", "x");
             let got = rt
-                .block_on(awaited(rx, Nanos(0), &tl, &mut rec, &cancel, None))
+                .block_on(awaited(rx, Nanos(0), &tl, &mut rec, &steer))
                 .unwrap();
             assert!(got.is_none(), "a superseded turn went on to the LLM");
             assert!(rec.interrupted.is_some());

@@ -1,5 +1,6 @@
 //! Ending a session (Ctrl-C, `--max-turns`): the records it still owes the results.
 
+use super::fold;
 use super::launch::{blank_record, fail};
 use super::Session;
 use crate::error::TurnError;
@@ -21,27 +22,30 @@ impl Session<'_> {
     /// dropped: nothing of it was shown.
     pub async fn close(&mut self) -> Vec<TurnRecord> {
         let mut out: Vec<TurnRecord> = self.ready.take().into_iter().collect();
-        let held = self.turn.is_held();
-        self.cancel_turn(clock::now());
-        if let Some((t, _)) = self.turn.take() {
-            let spent = t.asr_spent.into_iter().chain([t.reply_spent]);
-            match tokio::time::timeout(WIND_DOWN, t.fut).await {
+        let held = self.conversation.turn.is_held();
+        self.conversation.cancel_turn(clock::now());
+        if let Some((mut t, _)) = self.conversation.turn.take() {
+            let ended = tokio::time::timeout(WIND_DOWN, &mut t.fut).await;
+            match ended {
                 Ok((rec, history)) => {
-                    self.history = history;
+                    self.conversation.history = history;
                     if held {
-                        self.waste.miss(spent);
+                        self.waste
+                            .miss(t.asr_spent.into_iter().chain([t.reply_spent]));
                     } else {
-                        out.push(rec);
+                        out.push(fold::record(rec, t, &self.recognition.annotations).0);
                     }
                 }
-                Err(_) if held => self.waste.miss(spent),
+                Err(_) if held => self
+                    .waste
+                    .miss(t.asr_spent.into_iter().chain([t.reply_spent])),
                 Err(_) => {
                     tracing::warn!("the turn in flight did not wind down; its record is lost")
                 }
             }
         }
-        self.waiting.clear();
-        let dropped = self.listening.speculative.take();
+        self.conversation.waiting.clear();
+        let dropped = self.recognition.take_speculation();
         self.waste.discard(dropped.map(|d| d.1));
         self.waste.settle().await;
         if out.is_empty() && !self.waste.is_empty() {
@@ -54,11 +58,12 @@ impl Session<'_> {
     }
 
     fn unfinished_record(&mut self) -> TurnRecord {
-        self.started += 1;
-        (self.progress)(Progress::Started(self.started));
-        let meta = (self.labels)(self.started);
+        let c = &mut self.conversation;
+        c.started += 1;
+        (self.ctx.progress)(Progress::Started(c.started));
+        let meta = (self.ctx.labels)(c.started);
         let mut rec = blank_record(&meta, &Timeline::new(RequestId::new()));
-        rec.retractions = self.listening.retractions;
+        rec.retractions = self.recognition.retractions();
         fail(&mut rec, &TurnError::SessionEnded);
         rec
     }

@@ -13,7 +13,8 @@
 //! the last sample played), and the new words are the next user message.
 
 use super::adds::{adds, Adds};
-use super::{Commit, Endpointed, Session};
+use super::conversation::Conversation;
+use super::{Commit, Endpointed};
 use crate::record::{TurnOutcome, TurnRecord};
 use crate::workers::AsrResult;
 use std::time::Duration;
@@ -72,7 +73,9 @@ fn resume_due() -> tokio::time::Instant {
 }
 
 /// A transcription already received, to be awaited again by whoever takes it next.
-fn received(r: Result<AsrResult, oneshot::error::RecvError>) -> oneshot::Receiver<AsrResult> {
+pub(super) fn received(
+    r: Result<AsrResult, oneshot::error::RecvError>,
+) -> oneshot::Receiver<AsrResult> {
     let (tx, rx) = oneshot::channel();
     if let Ok(a) = r {
         let _ = tx.send(a);
@@ -86,10 +89,10 @@ fn transcribed(mut e: Endpointed, r: Result<AsrResult, oneshot::error::RecvError
     e
 }
 
-impl Session<'_> {
-    /// New speech from `at`.
-    pub(super) fn user_went_on(&mut self, at: Nanos) {
-        let since_commit = self.since_commit(at);
+impl Conversation<'_> {
+    /// New speech from `at`; `since_commit` is how soon after the last commit, if within
+    /// [`RESUMED_WITHIN_MS`].
+    pub(super) fn user_went_on(&mut self, at: Nanos, since_commit: Option<f64>) {
         // A held reply not committed yet belongs to this utterance, not the last commit.
         if let (Some(ms), Some(t)) = (since_commit, self.turn.committed()) {
             t.resumed_after_ms.get_or_insert(ms);
@@ -105,21 +108,20 @@ impl Session<'_> {
         }
     }
 
-    /// The barge-in gate heard the user over the reply at `onset`.
-    pub(super) fn barged_in(&mut self, onset: Nanos) {
-        let soon = self.since_commit(onset).is_some();
+    /// The barge-in gate heard the user over the reply at `onset` (`soon` after the commit).
+    pub(super) fn barged_in(&mut self, onset: Nanos, soon: bool) {
         if !self.pause_reply(onset, soon) {
             self.cancel_turn(onset);
         }
     }
 
-    /// The gate's first sign of the user over the reply (`Some`), or its end without a
-    /// barge-in (`None`): it pauses a reply soon after its commit, and a pause nothing else
-    /// has backed plays on as soon as the sign is gone.
-    pub(super) fn overheard(&mut self, onset: Option<Nanos>) {
+    /// The gate's first sign of the user over the reply (`Some`, `soon` after the commit),
+    /// or its end without a barge-in (`None`): it pauses a reply soon after its commit, and a
+    /// pause nothing else has backed plays on as soon as the sign is gone (unless the user is
+    /// `speaking`).
+    pub(super) fn overheard(&mut self, onset: Option<Nanos>, soon: bool, speaking: bool) {
         match onset {
             Some(at) if self.paused.is_none() => {
-                let soon = self.since_commit(at).is_some();
                 if self.pause_reply(at, soon) {
                     if let Some(p) = self.paused.as_mut() {
                         p.overheard_only = true;
@@ -132,7 +134,7 @@ impl Session<'_> {
                     .paused
                     .as_ref()
                     .is_some_and(|p| p.overheard_only && p.deciding.is_none());
-                if unbacked && !self.speaking {
+                if unbacked && !speaking {
                     self.resume_paused();
                 }
             }
@@ -141,28 +143,8 @@ impl Session<'_> {
 
     /// Whether the source may have heard the committed reply before `at`: its audio had
     /// reached the speaker, and the source hears the speaker.
-    fn source_heard_reply_before(&mut self, at: Nanos) -> bool {
-        self.opts.source_hears_output
-            && self
-                .turn
-                .committed()
-                .and_then(|t| t.tl.get(EventKind::PlayoutStart))
-                .is_some_and(|start| start <= at)
-    }
-
-    /// Ms since the last commit, if within [`RESUMED_WITHIN_MS`].
-    fn since_commit(&self, at: Nanos) -> Option<f64> {
-        self.last_commit
-            .map(|c| clock::ns_to_ms(at.signed_since(c)))
-            .filter(|ms| (0.0..=RESUMED_WITHIN_MS).contains(ms))
-    }
-
-    /// Whether the committed reply was audible by `at`: its first sample had left the output.
-    fn reply_audible_at(&mut self, at: Nanos) -> bool {
-        self.turn
-            .committed()
-            .and_then(|t| t.tl.get(EventKind::PlayoutStart))
-            .is_some_and(|start| start <= at)
+    fn source_heard_reply_before(&mut self, at: Nanos, hears_output: bool) -> bool {
+        hears_output && self.reply_audible_at(at)
     }
 
     /// Pauses the committed reply in flight for speech at `onset` soon after its commit, or
@@ -183,11 +165,7 @@ impl Session<'_> {
         if !soon || !self.waiting.is_empty() {
             return false;
         }
-        let Some(t) = self
-            .turn
-            .committed()
-            .filter(|t| t.cancel.borrow().is_none())
-        else {
+        let Some(t) = self.turn.committed().filter(|t| !t.is_cancelled()) else {
             return false;
         };
         t.pause(onset);
@@ -211,54 +189,61 @@ impl Session<'_> {
     /// The deciding utterance's transcription came: words replace the paused reply, none let
     /// it play on (or, when the user spoke on after the sound, leave the next utterance to
     /// decide). A short utterance with words that more speech followed is the user going on.
-    pub(super) fn decide(&mut self, r: Result<AsrResult, oneshot::error::RecvError>) {
-        let Some(mut p) = self.paused.take() else {
-            return;
-        };
-        let Some(e) = p.deciding.take() else {
-            return;
-        };
+    /// Returns the compute of a transcription nobody uses, ms.
+    pub(super) fn decide(
+        &mut self,
+        r: Result<AsrResult, oneshot::error::RecvError>,
+        hears_output: bool,
+    ) -> Option<f64> {
+        let mut p = self.paused.take()?;
+        let e = p.deciding.take()?;
         // From the sound that paused the reply: live, the endpointer's own start reaches back
         // into its pre-roll, which holds the reply's echo.
         let from = e.commit.speech_start.max(p.onset);
         let speech_ms = clock::ns_to_ms(e.commit.speech_end.signed_since(from));
-        let adds = adds(&r, speech_ms, self.source_heard_reply_before(p.onset));
+        let reply_heard = self.source_heard_reply_before(p.onset, hears_output);
+        let adds = adds(&r, speech_ms, reply_heard);
         let spoke_on = e.superseded.is_some();
         if matches!(adds, Adds::Unknown) && !spoke_on {
             // The reply answers the words that are known, at once; the utterance takes a
             // turn of its own after it, which reports the failure.
             self.waiting.push_back(transcribed(e, r));
             self.resume_paused();
-            return;
+            return None;
         }
         if !matches!(adds, Adds::Nothing(_)) || matches!(adds, Adds::Nothing(Some(_)) if spoke_on) {
             self.give_way(p.onset);
             self.waiting.push_front(transcribed(e, r));
-            return;
+            return None;
         }
-        if let Ok(a) = &r {
-            self.waste
-                .add_ms(clock::ns_to_ms(a.finished.signed_since(a.started)));
-        }
+        let wasted = r
+            .as_ref()
+            .ok()
+            .map(|a| clock::ns_to_ms(a.finished.signed_since(a.started)));
         if spoke_on {
             p.deciding = self.waiting.pop_front();
             p.due = resume_due();
             self.paused = Some(p);
-            return;
+            return wasted;
         }
         if let (Adds::Nothing(Some(text)), Some(t)) = (adds, self.turn.committed()) {
             t.passed_over.push(text);
         }
         self.resume_paused();
+        wasted
     }
 
-    /// The provisional end's transcription of the utterance a paused reply waits on came.
-    /// Words (and speech long enough to be more than a backchannel) decide it now, as the
-    /// endpoint would: the paused reply gives way, and a held reply to the whole message is
-    /// made during the pause instead of after the endpoint. Anything else is left for the
+    /// The provisional end's transcription (`r`) of the utterance a paused reply waits on
+    /// came. Words (and speech long enough to be more than a backchannel) decide it now, as
+    /// the endpoint would: the paused reply gives way, and a held reply to the whole message
+    /// is made during the pause instead of after the endpoint. Anything else is left for the
     /// endpoint to decide, as the user may yet say more.
-    pub(super) fn decide_early(&mut self, r: Result<AsrResult, oneshot::error::RecvError>) {
-        let end = self.listening.decides_early.take();
+    pub(super) fn decide_early(
+        &mut self,
+        r: &Result<AsrResult, oneshot::error::RecvError>,
+        hears_output: bool,
+    ) {
+        let end = self.early.decides.take();
         let onset = self
             .paused
             .as_ref()
@@ -268,19 +253,14 @@ impl Session<'_> {
             (Some(onset), Some(end)) => clock::ns_to_ms(end.signed_since(onset)),
             _ => 0.0,
         };
-        let audible = onset.is_none_or(|at| self.source_heard_reply_before(at));
-        let words = matches!(adds(&r, speech_ms, audible), Adds::Words);
-        // The endpoint (or the held reply) still awaits this transcription.
-        let rx = received(r);
-        if let Some(spec) = self.listening.speculative.as_mut() {
-            spec.0 = rx;
-        }
+        let audible = onset.is_none_or(|at| self.source_heard_reply_before(at, hears_output));
+        let words = matches!(adds(r, speech_ms, audible), Adds::Words);
         let Some(onset) = onset.filter(|_| words) else {
             return;
         };
         self.paused = None;
         self.give_way(onset);
-        self.listening.hold_when_idle = true;
+        self.early.hold_when_idle = true;
     }
 
     /// The committed reply gives way to words the user went on with from `onset`: its turn
@@ -294,20 +274,14 @@ impl Session<'_> {
         self.cancel_turn(onset);
     }
 
-    /// Starts the held reply to a continuation decided early, once the turn it continues has
-    /// ended and left its words to carry; true if it did.
-    pub(super) fn hold_continuation(&mut self) -> bool {
-        if !(self.listening.hold_when_idle && self.turn.is_idle() && self.waiting.is_empty()) {
+    /// Whether the held reply to a continuation decided early may start: the turn it
+    /// continues has ended and left its words to carry. Asking clears the wish.
+    pub(super) fn take_hold_when_idle(&mut self) -> bool {
+        if !(self.early.hold_when_idle && self.free()) {
             return false;
         }
-        self.listening.hold_when_idle = false;
-        match self.listening.speculative.take() {
-            Some((job, spent)) => {
-                self.start_held(job, spent);
-                true
-            }
-            None => false,
-        }
+        self.early.hold_when_idle = false;
+        true
     }
 
     /// Plays the paused reply on (no words came).
@@ -367,6 +341,7 @@ impl AskAgain {
                 speculative: false,
                 retractions: 0,
                 busy: Vec::new(),
+                key: None,
             },
             asr,
             superseded: None,

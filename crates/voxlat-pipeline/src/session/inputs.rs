@@ -12,11 +12,16 @@ pub enum SourceEvent {
     /// The endpointer's event, and when it reached the session (process clock).
     Vad { ev: VadEvent, received: Nanos },
     /// When the annotated last speech sample entered the pipeline (replay's ground truth, on
-    /// the source clock). It applies to the next endpoint.
+    /// the source clock). It belongs to the first endpoint decided at or after it, whether
+    /// it comes before or after that endpoint's event.
     Truth(Nanos),
-    /// The scenario's truth judged the endpoint that follows (replay): where in the audio it
-    /// committed, against the true end and the labelled pauses.
-    Judged(voxlat_core::cutoff::Verdict),
+    /// The scenario's truth judged the endpoint decided at `at` (replay; source clock): where
+    /// in the audio it committed, against the true end and the labelled pauses. Before or
+    /// after that endpoint's event.
+    Judged {
+        at: Nanos,
+        verdict: voxlat_core::cutoff::Verdict,
+    },
     /// The user spoke over a reply, from `onset`.
     BargeIn { onset: Nanos },
     /// The first sign of the user over a reply (less evidence than a barge-in), from

@@ -1,89 +1,76 @@
-//! Starting a turn: the endpoint's facts (known, or still to come for a held speculative
-//! reply), the turn's own timeline and record, and the pipeline's response as one future.
+//! Starting a turn: its own timeline, control and record, and the pipeline's response as one
+//! future; the endpoint's facts are the session's, folded in when the turn ends.
 
 use super::held_progress::HeldProgress;
-use super::state::{InFlight, SourceState, TurnSlot, Uncommitted};
-use super::{Endpointed, Facts, Session, TurnMeta};
+use super::state::{InFlight, SourceState, TurnSlot};
+use super::{Endpointed, Session, TurnMeta};
+use crate::control::TurnControl;
 use crate::error::TurnError;
 use crate::meter::{meter, Spent};
 use crate::record::{SpeculativeReply, TurnOutcome, TurnRecord};
-use crate::respond::{Hold, Progress, ProgressFn, TurnCtx};
+use crate::respond::{Progress, ProgressFn, TurnCtx};
 use crate::workers::AsrResult;
 use std::sync::Arc;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::oneshot;
 use voxlat_core::{Nanos, RequestId, Timeline};
 
 impl<'p> Session<'p> {
     pub(super) fn start(&mut self, e: Endpointed) {
-        self.started += 1;
-        let meta = (self.labels)(self.started);
-        let progress = self.progress.clone();
-        let turn = self.launch(meta, e.asr, Facts::Known(e.commit), progress, None);
-        self.turn = TurnSlot::Running(turn);
+        self.conversation.started += 1;
+        let meta = (self.ctx.labels)(self.conversation.started);
+        let progress = self.ctx.progress.clone();
+        let endpoint = e.commit.received;
+        let mut turn = self.launch(meta, e.asr, Some(endpoint), progress);
+        turn.commit = Some(e.commit);
+        self.conversation.turn = TurnSlot::Running(turn);
     }
 
     /// A speculative reply, from the provisional end's transcription (whose decode reports
     /// its time to `asr_spent`): it runs through TTS but is held (and quiet) until the
     /// endpoint commits it.
     pub(super) fn start_held(&mut self, asr: oneshot::Receiver<AsrResult>, asr_spent: Spent) {
-        let meta = (self.labels)(self.started + 1);
-        let (facts, facts_rx) = oneshot::channel();
-        let (release, hold) = watch::channel(None);
-        let (quiet, progress) = HeldProgress::new(self.progress.clone());
-        let facts_rx = Facts::Pending(facts_rx);
-        let mut turn = self.launch(meta, asr, facts_rx, quiet, Some(hold));
+        let meta = (self.ctx.labels)(self.conversation.started + 1);
+        let (quiet, progress) = HeldProgress::new(self.ctx.progress.clone());
+        let mut turn = self.launch(meta, asr, None, quiet);
         turn.asr_spent = Some(asr_spent);
-        self.turn = TurnSlot::Held(
-            turn,
-            Uncommitted {
-                facts,
-                release,
-                progress,
-            },
-        );
+        self.conversation.turn = TurnSlot::Held(turn, progress);
     }
 
+    /// A turn's future: from its transcription to its reply played, and the record so far.
+    /// `endpoint` is when the endpoint reached the session; none for a held reply, whose
+    /// transcript is not bound to an endpoint yet (its stamps are raised to the endpoint at
+    /// the commit instead). The commit's facts are folded in when it ends ([`super::fold`]).
     fn launch(
         &mut self,
         meta: TurnMeta,
         asr: oneshot::Receiver<AsrResult>,
-        facts: Facts,
+        endpoint: Option<Nanos>,
         progress: Arc<ProgressFn>,
-        hold: Option<Hold>,
     ) -> InFlight<'p> {
-        self.stop_warming();
-        let pipeline = self.pipeline;
-        let output = self.output;
-        let mut history = std::mem::take(&mut self.history);
-        self.asked_with = Some((
+        let c = &mut self.conversation;
+        c.stop_warming();
+        let pipeline = self.ctx.pipeline;
+        let output = self.ctx.output;
+        let mut history = std::mem::take(&mut c.history);
+        c.asked_with = Some((
             meta.system_prompt
                 .clone()
                 .unwrap_or_else(|| pipeline.cfg.system_prompt.clone()),
             history.clone(),
         ));
         // Cloned, not taken: a held reply that is dropped must not take the words with it.
-        let carried = self.carried.clone();
-        let heard_before = self.heard_before.clone();
-        let (cancel, cancel_rx) = watch::channel(None);
-        let (pause, pause_rx) = watch::channel(None);
+        let carried = c.words.carried.clone();
+        let heard_before = c.words.heard_before.clone();
+        let held = endpoint.is_none();
+        let (control, steer) = TurnControl::new(held);
         let (meter, reply_spent) = meter();
-        if matches!(facts, Facts::Known(_)) {
-            progress(Progress::Started(self.started));
+        if !held {
+            progress(Progress::Started(c.started));
         }
         let tl = Arc::new(Timeline::new(RequestId::new()));
         let turn_tl = tl.clone();
         let fut = Box::pin(async move {
             let mut rec = blank_record(&meta, &tl);
-            let (known, pending) = match facts {
-                Facts::Known(c) => (Some(c), None),
-                Facts::Pending(rx) => (None, Some(rx)),
-            };
-            // A held reply's transcript is not bound to an endpoint yet: its stamps are
-            // raised to the endpoint at the commit instead.
-            let endpoint = known.as_ref().map_or(Nanos(0), |c| c.received);
-            if let Some(c) = known {
-                c.apply(&tl, &mut rec);
-            }
             let system_prompt = meta
                 .system_prompt
                 .as_deref()
@@ -95,32 +82,25 @@ impl<'p> Session<'p> {
                 system_prompt,
                 expect_keywords: &meta.expect_keywords,
                 output,
-                cancel: cancel_rx,
-                pause: pause_rx,
+                steer: steer.clone(),
                 progress: &*progress,
-                hold,
+                held,
                 meter,
                 carried,
             };
-            if let Err(err) = pipeline.respond(asr, endpoint, cx).await {
+            if let Err(err) = pipeline
+                .respond(asr, endpoint.unwrap_or(Nanos(0)), cx)
+                .await
+            {
                 fail(&mut rec, &err);
             }
-            let mut committed_at = None;
-            if let Some(rx) = pending {
-                match rx.await {
-                    Ok(c) => {
-                        committed_at = Some(c.received);
-                        c.apply(&tl, &mut rec);
-                    }
-                    Err(_) => {
-                        rec.speculative_reply = Some(SpeculativeReply {
-                            committed: false,
-                            compute_ms: rec.compute_ms(),
-                            ..SpeculativeReply::default()
-                        });
-                        return (rec, history);
-                    }
-                }
+            if held && !steer.committed().await {
+                rec.speculative_reply = Some(SpeculativeReply {
+                    committed: false,
+                    compute_ms: rec.compute_ms(),
+                    ..SpeculativeReply::default()
+                });
+                return (rec, history);
             }
             if let Some(reference) = &meta.reference {
                 if rec.asr_compute_ms.is_some() {
@@ -132,36 +112,32 @@ impl<'p> Session<'p> {
                     rec.wer = Some(voxlat_core::text::wer(reference, &said));
                 }
             }
-            rec.events = tl.snapshot().events;
-            if let Some(at) = committed_at {
-                rec.commit_speculation(at);
-            }
-            rec.compute_breakdown();
             (rec, history)
         });
         InFlight {
             fut,
-            cancel,
+            control,
             asr_spent: None,
             reply_spent,
             resumed_after_ms: None,
-            pause,
             merge: false,
             passed_over: Vec::new(),
             tl: turn_tl,
+            commit: None,
+            speculative: held,
         }
     }
 
     /// Replay's utterance that never reached an endpoint still has a record, once.
     pub(super) fn empty_source_record(&mut self) -> Option<TurnRecord> {
-        if !self.opts.record_empty_source || self.started > 0 {
+        if !self.ctx.opts.record_empty_source || self.conversation.started > 0 {
             return None;
         }
-        self.started += 1;
-        let meta = (self.labels)(1);
+        self.conversation.started += 1;
+        let meta = (self.ctx.labels)(1);
         let tl = Timeline::new(RequestId::new());
         let mut rec = blank_record(&meta, &tl);
-        rec.retractions = self.listening.retractions;
+        rec.retractions = self.recognition.retractions();
         fail(
             &mut rec,
             &if self.source == SourceState::Ended {

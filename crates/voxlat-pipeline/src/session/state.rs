@@ -3,14 +3,16 @@
 
 use super::held_progress::HeldProgress;
 use super::{Commit, TurnFuture};
+use crate::control::TurnControl;
 use crate::meter::Spent;
-use tokio::sync::{oneshot, watch};
 use voxlat_core::Nanos;
 
-/// A turn running: its future and the handle that cancels it.
+/// A turn running: its future, its control, and what the session folds into its record
+/// when it ends.
 pub(super) struct InFlight<'p> {
     pub fut: TurnFuture<'p>,
-    pub cancel: watch::Sender<Option<Nanos>>,
+    /// Commit, pause, resume and cancel: the turn's one control.
+    pub control: TurnControl,
     /// A held reply's speculative transcription: its decode's compute.
     pub asr_spent: Option<Spent>,
     /// The reply's LLM and TTS compute, reported by those stages until they are done with
@@ -18,8 +20,6 @@ pub(super) struct InFlight<'p> {
     pub reply_spent: Spent,
     /// The user spoke again this soon after this turn's commit, ms.
     pub resumed_after_ms: Option<f64>,
-    /// Holds the reply's audio while the user speaks (`Some(onset)`), or lets it play.
-    pub pause: watch::Sender<Option<Nanos>>,
     /// Cancelled because the user's words went on from it: they carry into the next turn
     /// even if some of its reply was heard.
     pub merge: bool,
@@ -27,31 +27,24 @@ pub(super) struct InFlight<'p> {
     pub passed_over: Vec<String>,
     /// The turn's timeline, which the output stamps as the reply becomes audible.
     pub tl: std::sync::Arc<voxlat_core::Timeline>,
+    /// The endpoint it answers: known at launch, or at its commit for a held reply.
+    pub commit: Option<Commit>,
+    /// Launched held, at a provisional end: a speculative reply.
+    pub speculative: bool,
 }
 
 impl InFlight<'_> {
-    /// Cancels the turn, once: the first onset is the one that cut it short.
-    fn cancel(&self, onset: Nanos) {
-        if self.cancel.borrow().is_none() {
-            let _ = self.cancel.send(Some(onset));
-        }
+    pub fn is_cancelled(&self) -> bool {
+        self.control.is_cancelled()
     }
 
     pub fn pause(&self, onset: Nanos) {
-        let _ = self.pause.send(Some(onset));
+        self.control.pause(onset);
     }
 
     pub fn resume(&self) {
-        let _ = self.pause.send(None);
+        self.control.resume();
     }
-}
-
-/// A held reply's way to its commit: the endpoint's facts, and the release of its audio.
-/// Dropping it (the user resumed) makes the reply a miss.
-pub(super) struct Uncommitted {
-    pub facts: oneshot::Sender<Commit>,
-    pub release: watch::Sender<Option<Nanos>>,
-    pub progress: HeldProgress,
 }
 
 /// The session's one turn slot.
@@ -59,7 +52,7 @@ pub(super) enum TurnSlot<'p> {
     /// No turn in flight: the next endpointed utterance starts at once.
     Idle,
     /// A speculative reply started at a provisional end, quiet until the endpoint commits it.
-    Held(InFlight<'p>, Uncommitted),
+    Held(InFlight<'p>, HeldProgress),
     /// A committed turn, or a held reply dropped and winding down as a miss.
     Running(InFlight<'p>),
 }
@@ -88,8 +81,9 @@ impl<'p> TurnSlot<'p> {
         }
     }
 
-    /// Held → running: the reply stands, and this is its way to the commit.
-    pub fn commit(&mut self) -> Option<Uncommitted> {
+    /// Held → running: the reply stands, and this shows its progress so far. The caller
+    /// commits its control.
+    pub fn commit(&mut self) -> Option<HeldProgress> {
         match std::mem::replace(self, TurnSlot::Idle) {
             TurnSlot::Held(t, u) => {
                 *self = TurnSlot::Running(t);
@@ -107,7 +101,7 @@ impl<'p> TurnSlot<'p> {
     pub fn cancel(&mut self, onset: Nanos) {
         drop(self.commit());
         if let Some(t) = self.in_flight() {
-            t.cancel(onset);
+            t.control.cancel(onset);
         }
     }
 
@@ -134,68 +128,50 @@ pub(super) enum SourceState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::control::{Control, Steer};
 
-    fn turn<'p>() -> (InFlight<'p>, watch::Receiver<Option<Nanos>>) {
-        let (cancel, rx) = watch::channel(None);
+    fn turn<'p>(held: bool) -> (InFlight<'p>, Steer) {
+        let (control, steer) = TurnControl::new(held);
         let t = InFlight {
             fut: Box::pin(std::future::pending()),
-            cancel,
+            control,
             asr_spent: None,
             reply_spent: crate::meter::meter().1,
             resumed_after_ms: None,
-            pause: watch::channel(None).0,
             merge: false,
             passed_over: Vec::new(),
             tl: std::sync::Arc::new(voxlat_core::Timeline::new(voxlat_core::RequestId::new())),
+            commit: None,
+            speculative: held,
         };
-        (t, rx)
+        (t, steer)
     }
 
-    fn held<'p>() -> (
-        TurnSlot<'p>,
-        oneshot::Receiver<Commit>,
-        watch::Receiver<Option<Nanos>>,
-    ) {
-        let (t, cancelled) = turn();
-        let (facts, facts_rx) = oneshot::channel();
-        let (release, _) = watch::channel(None);
+    fn held<'p>() -> (TurnSlot<'p>, Steer) {
+        let (t, steer) = turn(true);
         let (_, progress) = HeldProgress::new(std::sync::Arc::new(|_| {}));
-        (
-            TurnSlot::Held(
-                t,
-                Uncommitted {
-                    facts,
-                    release,
-                    progress,
-                },
-            ),
-            facts_rx,
-            cancelled,
-        )
+        (TurnSlot::Held(t, progress), steer)
     }
 
     #[test]
     fn a_commit_turns_a_held_reply_into_a_running_turn_once() {
-        let (mut slot, _facts, cancelled) = held();
+        let (mut slot, steer) = held();
         assert!(slot.committed().is_none(), "a held reply is not committed");
         assert!(slot.commit().is_some());
         assert!(matches!(slot, TurnSlot::Running(_)));
         assert!(slot.commit().is_none(), "nothing left to commit");
         assert!(slot.committed().is_some());
-        assert_eq!(*cancelled.borrow(), None);
+        assert_eq!(steer.now(), Control::Held, "the caller commits the control");
     }
 
     #[test]
-    fn cancelling_a_held_reply_drops_its_commit_and_keeps_the_first_onset() {
-        let (mut slot, mut facts, cancelled) = held();
+    fn cancelling_a_held_reply_drops_it_and_keeps_the_first_onset() {
+        let (mut slot, steer) = held();
         slot.cancel(Nanos(5));
         slot.cancel(Nanos(9));
         assert!(!slot.is_held());
-        assert!(
-            facts.try_recv().is_err(),
-            "the endpoint can no longer commit it: a miss"
-        );
-        assert_eq!(*cancelled.borrow(), Some(Nanos(5)));
+        assert!(steer.dropped(), "it can no longer be committed: a miss");
+        assert_eq!(steer.cancelled_at(), Some(Nanos(5)));
         let (_, was_held) = slot.take().expect("still winding down");
         assert!(!was_held);
         assert!(slot.is_idle());
@@ -207,10 +183,10 @@ mod tests {
         slot.cancel(Nanos(1));
         assert!(slot.commit().is_none());
         assert!(slot.take().is_none());
-        let (t, cancelled) = turn();
+        let (t, steer) = turn(false);
         let mut slot = TurnSlot::Running(t);
         assert!(slot.commit().is_none(), "a committed turn is not held");
         slot.cancel(Nanos(3));
-        assert_eq!(*cancelled.borrow(), Some(Nanos(3)));
+        assert_eq!(steer.now(), Control::Cancelled { onset: Nanos(3) });
     }
 }

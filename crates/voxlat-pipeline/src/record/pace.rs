@@ -4,7 +4,7 @@
 //! due to play before its audio was ready. It is the figure that says whether a slower model
 //! or a longer first chunk will make the reply stutter.
 
-use crate::record::TurnRecord;
+use super::TurnRecord;
 use serde::{Deserialize, Serialize};
 use voxlat_core::{clock, EventKind};
 

@@ -2,8 +2,11 @@
 //! [`crate::aggregate`]. Every figure here is derived from stamped events by voxlat-core;
 //! nothing is timed directly.
 
-pub use crate::aggregate::Aggregate;
 use crate::quality::ReplyQuality;
+pub mod pace;
+mod pause_span;
+
+pub use pause_span::PauseSpan;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use voxlat_core::remote::RemoteCall;
@@ -220,7 +223,7 @@ pub struct TurnRecord {
     /// The reply's audio paused because the user spoke soon after the commit: each pause,
     /// when the output went silent, whether it played on, and the audible overlap.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub reply_pauses: Vec<crate::output::PauseSpan>,
+    pub reply_pauses: Vec<PauseSpan>,
     /// What the user said while the reply was paused that did not go on from it (under
     /// [`crate::session::MIN_GOING_ON_MS`] of speech, and over a reply the source may have
     /// heard, or only a backchannel, or words Whisper wrote for what it took to be no speech); the reply
@@ -251,9 +254,9 @@ pub struct TurnRecord {
     pub device_xruns: u64,
     pub llm: Option<StreamOutcome>,
     /// TPOT, inter-token gaps, Piper's real-time factor and the playback margin
-    /// ([`crate::pace`]); none without an LLM stream, or in results from before it existed.
+    /// ([`pace`]); none without an LLM stream, or in results from before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pace: Option<crate::pace::ReplyPace>,
+    pub pace: Option<pace::ReplyPace>,
     pub busy: Vec<BusySpan>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<Interruption>,
@@ -374,7 +377,7 @@ impl TurnRecord {
             compute_ms: self.compute_ms(),
             ..SpeculativeReply::default()
         };
-        self.pace = crate::pace::ReplyPace::of(self);
+        self.pace = pace::ReplyPace::of(self);
         let after_endpoint = EventKind::ALL
             .iter()
             .copied()
@@ -412,7 +415,7 @@ impl TurnRecord {
     pub fn compute_breakdown(&mut self) {
         let committed = self.speculative_reply.as_ref().is_some_and(|s| s.committed);
         if !committed {
-            self.pace = crate::pace::ReplyPace::of(self);
+            self.pace = pace::ReplyPace::of(self);
         }
         self.breakdown = VOICE_TO_VOICE.compute(&self.snapshot()).ok();
         self.overhead_ms = self.breakdown.as_ref().and_then(|_| {
