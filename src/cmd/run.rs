@@ -190,7 +190,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         })?;
 
     let defaults = PipelineConfig::default();
-    let mut cfg = PipelineConfig {
+    let cfg = PipelineConfig {
         endpointer: endpointer.clone(),
         speculative_asr: endpointer.provisional_ms > 0,
         speculative_reply: args.reply.speculative_reply(),
@@ -225,8 +225,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         llm_idle_timeout: Duration::from_secs(60),
         asr_fallback: args.session.asr_fallback,
     };
-    let stack = Stack::start(spec, &mut cfg)?;
-    let pipeline = stack.pipeline(&cfg, 1)?;
+    let stack = Stack::start(spec, cfg)?;
+    let cfg = &stack.cfg;
+    let pipeline = stack.pipeline(1)?;
     listener.turn_model = stack.turn_model.clone();
     // One speaker for the whole session: the `cues` rule learns their pauses as they talk.
     let cues = cfg.turn_cues.then(|| voxlat_pipeline::cues::CueRule {

@@ -47,13 +47,16 @@ pub struct Stack {
     pub server: Option<EmbeddedServer>,
     pub turn_model: Option<SharedScorer>,
     pub stages: Stages,
+    /// The pipeline's configuration, fitted to the LLM (its model name and prompt).
+    pub cfg: PipelineConfig,
     opts: StageOptions,
 }
 
 impl Stack {
-    /// Resolves the models and the LLM, and fits `cfg` to the LLM (its model name and
-    /// prompt). Checks the cheap things first: a wrong URL fails before any model loads.
-    pub fn start(spec: StackSpec<'_>, cfg: &mut PipelineConfig) -> Result<Stack> {
+    /// Resolves the models and the LLM, and keeps `cfg` fitted to the LLM (its model name
+    /// and prompt) as [`Stack::cfg`]. Checks the cheap things first: a wrong URL fails before
+    /// any model loads.
+    pub fn start(spec: StackSpec<'_>, mut cfg: PipelineConfig) -> Result<Stack> {
         let remote = RemoteStages::resolve(spec.remote, spec.llm_url)?;
         let setup = Setup::open()?;
         let budget = setup.budget;
@@ -64,7 +67,7 @@ impl Stack {
         };
         // With several callers, one's prefill overlaps the others' stages.
         let (endpoint, server, llm_model) = attach_llm(
-            cfg,
+            &mut cfg,
             &setup.store,
             spec.llm_url,
             spec.model,
@@ -99,15 +102,16 @@ impl Stack {
             server,
             turn_model,
             stages,
+            cfg,
             opts,
         })
     }
 
     /// One caller's pipeline, its stages loaded with the cores shared among `callers`.
-    pub fn pipeline(&self, cfg: &PipelineConfig, callers: usize) -> Result<Pipeline> {
+    pub fn pipeline(&self, callers: usize) -> Result<Pipeline> {
         let share = self.budget.shared_by(callers);
         let p = load_pipeline(
-            cfg.clone(),
+            self.cfg.clone(),
             &share,
             &self.models,
             self.endpoint.clone(),

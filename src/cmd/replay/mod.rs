@@ -156,7 +156,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     }
     check_sessions(&args.sessions)?;
 
-    let mut cfg = PipelineConfig {
+    let cfg = PipelineConfig {
         endpointer,
         speculative_asr: args.provisional > 0,
         speculative_reply: args.reply.speculative_reply(),
@@ -185,8 +185,8 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         llm_idle_timeout: args.idle_timeout,
         asr_fallback: args.session.asr_fallback,
     };
-    let stack = Stack::start(spec, &mut cfg)?;
-    let mut results = ReplayResults::new(cfg.clone(), stack.budget, stack.stages.clone());
+    let stack = Stack::start(spec, cfg)?;
+    let mut results = ReplayResults::new(stack.cfg.clone(), stack.budget, stack.stages.clone());
     results.llm_server_threads = stack.server_threads(callers);
     results.llm_server_build = stack.server_build();
     results.scenarios = scenarios
@@ -204,7 +204,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     // One pipeline per caller (Whisper and Piper each hold one turn at a time), loaded per
     // level with the cores shared among the callers.
     let load_callers = |n: usize| -> Result<Vec<voxlat_pipeline::Pipeline>> {
-        (0..n).map(|_| stack.pipeline(&cfg, n)).collect()
+        (0..n).map(|_| stack.pipeline(n)).collect()
     };
 
     let rt = tokio::runtime::Builder::new_multi_thread()
