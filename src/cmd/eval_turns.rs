@@ -216,13 +216,9 @@ pub fn run(args: EvalTurnsArgs) -> Result<ExitCode> {
     } else {
         None
     };
-    let mut transcribe = whisper.as_mut().map(|w| {
-        move |audio: &[f32]| {
-            w.transcribe(audio)
-                .map(|t| t.text)
-                .map_err(|e| e.to_string())
-        }
-    });
+    let mut transcribe = whisper
+        .as_mut()
+        .map(|w| move |audio: &[f32]| w.transcribe(audio).map(|t| t.text));
     let mut asr = transcribe.as_mut().map(|f| f as turn_eval::Transcribe<'_>);
     let on = match &choice_set {
         Some((_, chosen_turns)) => Some(turn_eval::evaluate(

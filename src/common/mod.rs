@@ -2,6 +2,7 @@
 //! models they load. Commands import from here, never from each other.
 
 pub mod advice;
+pub mod arg_error;
 pub mod duration;
 pub mod llm;
 pub mod remote;
@@ -13,15 +14,15 @@ pub mod stack;
 pub mod stages;
 pub mod turn;
 
+pub use arg_error::ArgError;
 pub use duration::parse_duration;
 pub use signal::{shutdown_signal, StopSignal};
 
 use voxlat_asr::engine::Fallback;
 
 /// `--fallback` / `--asr-fallback`: how a Whisper decode that ran away is decoded again.
-pub fn parse_fallback(s: &str) -> Result<Fallback, String> {
-    Fallback::parse(s)
-        .ok_or_else(|| format!("{s:?} is not one of full-window, wider-window, temperature, off"))
+pub fn parse_fallback(s: &str) -> Result<Fallback, ArgError> {
+    Fallback::parse(s).ok_or_else(|| ArgError::Fallback(s.to_string()))
 }
 
 /// Reads a WAV at the pipeline's rate for a command that goes through several files: a file

@@ -53,8 +53,8 @@ pub struct RemoteStageArgs {
     pub allow_insecure_key: bool,
 }
 
-fn parse_format(s: &str) -> Result<AudioFormat, String> {
-    AudioFormat::parse(s).ok_or_else(|| format!("{s:?} is not one of pcm, wav"))
+fn parse_format(s: &str) -> Result<AudioFormat, crate::common::ArgError> {
+    AudioFormat::parse(s).ok_or_else(|| crate::common::ArgError::AudioFormat(s.to_string()))
 }
 
 pub const ASR_URL_VARS: &[&str] = &["VOXLAT_ASR_URL"];

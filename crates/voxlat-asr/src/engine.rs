@@ -391,7 +391,7 @@ impl WhisperEngine {
         let raw = text.trim().to_string();
         let (text, rejected) = match crate::filter::filter(&raw, levels) {
             Ok(t) => (t, None),
-            Err(why) => (String::new(), Some(why)),
+            Err(why) => (String::new(), Some(why.to_string())),
         };
         Ok(Transcript {
             text,

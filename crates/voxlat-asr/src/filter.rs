@@ -91,24 +91,35 @@ fn normalized(text: &str) -> String {
         .join(" ")
 }
 
+/// Why Whisper's whole output was rejected; each quotes what Whisper said.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum Rejection {
+    #[error("no words (Whisper said {text:?})")]
+    NoWords { text: String },
+    #[error("audio too quiet for speech (peak {peak_dbfs:.0} dBFS): {text:?} is a hallucination")]
+    TooQuiet { text: String, peak_dbfs: f32 },
+    #[error("{text:?} on quiet audio (RMS {rms_dbfs:.0} dBFS) is a known Whisper hallucination")]
+    Known { text: String, rms_dbfs: f32 },
+}
+
 /// The text to keep (annotations removed), or why the whole output is rejected.
-pub fn filter(text: &str, levels: Levels) -> Result<String, String> {
+pub fn filter(text: &str, levels: Levels) -> Result<String, Rejection> {
     let kept = strip_annotations(text);
     let norm = normalized(&kept);
     if norm.is_empty() {
-        return Err(format!("no words (Whisper said {text:?})"));
+        return Err(Rejection::NoWords { text: text.into() });
     }
     if levels.peak_dbfs < SILENT_PEAK_DBFS {
-        return Err(format!(
-            "audio too quiet for speech (peak {:.0} dBFS): {text:?} is a hallucination",
-            levels.peak_dbfs
-        ));
+        return Err(Rejection::TooQuiet {
+            text: text.into(),
+            peak_dbfs: levels.peak_dbfs,
+        });
     }
     if KNOWN.contains(&norm.as_str()) && levels.rms_dbfs < QUIET_RMS_DBFS {
-        return Err(format!(
-            "{text:?} on quiet audio (RMS {:.0} dBFS) is a known Whisper hallucination",
-            levels.rms_dbfs
-        ));
+        return Err(Rejection::Known {
+            text: text.into(),
+            rms_dbfs: levels.rms_dbfs,
+        });
     }
     Ok(kept)
 }
@@ -166,6 +177,7 @@ mod tests {
         assert_eq!(filter(" Thank you.", LOUD).unwrap(), "Thank you.");
         assert!(filter(" Thank you.", QUIET)
             .unwrap_err()
+            .to_string()
             .contains("hallucination"));
         assert!(filter("Thanks for watching!", QUIET).is_err());
         assert_eq!(

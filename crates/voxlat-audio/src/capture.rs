@@ -178,7 +178,7 @@ impl Capture {
             .and_then(|pcm| open_alsa(pcm, &config, period));
         let o = match alsa {
             Some(o) => o,
-            None => open_cpal(device, &supported, &config).map_err(err)?,
+            None => open_cpal(device, &supported, &config).map_err(|e| err(e.to_string()))?,
         };
         Ok(Capture {
             backend: o.backend,
@@ -306,12 +306,21 @@ fn open_alsa(_: &str, _: &cpal::StreamConfig, _: Option<u32>) -> Option<Opened> 
     None
 }
 
-/// cpal's stream, in the device's sample format; the error in words.
+/// Why cpal's stream did not open; the caller names the device.
+#[derive(Debug, thiserror::Error)]
+enum OpenError {
+    #[error("sample format {0} is not supported")]
+    Format(cpal::SampleFormat),
+    #[error(transparent)]
+    Cpal(#[from] cpal::Error),
+}
+
+/// cpal's stream, in the device's sample format.
 fn open_cpal(
     device: &cpal::Device,
     supported: &cpal::SupportedStreamConfig,
     config: &cpal::StreamConfig,
-) -> Result<Opened, String> {
+) -> Result<Opened, OpenError> {
     let r = Rings::new(config.sample_rate);
     let w = r.writer;
     use cpal::SampleFormat as F;
@@ -323,10 +332,9 @@ fn open_cpal(
         F::U8 => build::<u8>(device, config, w),
         F::I8 => build::<i8>(device, config, w),
         F::F64 => build::<f64>(device, config, w),
-        other => return Err(format!("sample format {other} is not supported")),
-    }
-    .map_err(|e| e.to_string())?;
-    stream.play().map_err(|e| e.to_string())?;
+        other => return Err(OpenError::Format(other)),
+    }?;
+    stream.play()?;
     let clock = StreamClock::calibrate(|| stream.now().as_nanos());
     Ok(Opened {
         backend: Backend::Cpal(stream),

@@ -77,18 +77,30 @@ pub struct Sweep {
     pub values: Vec<u32>,
 }
 
+const SWEEP_USAGE: &str = "use prompt-tokens=100,1000,4000 or max-tokens=16,256,4000";
+
+/// A `--sweep` that is not one; each names the text given and how to write it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BadSweep {
+    #[error("sweep {0:?} has no '='; {usage}", usage = SWEEP_USAGE)]
+    NoEquals(String),
+    #[error("cannot sweep {0:?}; {usage}", usage = SWEEP_USAGE)]
+    Param(String),
+    #[error("sweep value {0:?} is not a positive whole number")]
+    Value(String),
+}
+
 impl std::str::FromStr for Sweep {
-    type Err = String;
+    type Err = BadSweep;
     /// `prompt-tokens=100,1000,4000` or `max-tokens=16,256,4000`.
-    fn from_str(s: &str) -> Result<Sweep, String> {
-        let usage = "use prompt-tokens=100,1000,4000 or max-tokens=16,256,4000";
+    fn from_str(s: &str) -> Result<Sweep, BadSweep> {
         let (k, v) = s
             .split_once('=')
-            .ok_or_else(|| format!("sweep {s:?} has no '='; {usage}"))?;
+            .ok_or_else(|| BadSweep::NoEquals(s.to_string()))?;
         let param = match k.trim().replace('_', "-").as_str() {
             "prompt-tokens" => SweepParam::PromptTokens,
             "max-tokens" => SweepParam::MaxTokens,
-            other => return Err(format!("cannot sweep {other:?}; {usage}")),
+            other => return Err(BadSweep::Param(other.to_string())),
         };
         let values = v
             .split(',')
@@ -97,9 +109,9 @@ impl std::str::FromStr for Sweep {
                     .parse::<u32>()
                     .ok()
                     .filter(|&n| n > 0)
-                    .ok_or_else(|| format!("sweep value {x:?} is not a positive whole number"))
+                    .ok_or_else(|| BadSweep::Value(x.to_string()))
             })
-            .collect::<Result<Vec<u32>, String>>()?;
+            .collect::<Result<Vec<u32>, BadSweep>>()?;
         Ok(Sweep { param, values })
     }
 }
@@ -114,15 +126,18 @@ pub enum Probe {
     Connections,
 }
 
+/// A `--probe` that names none.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("unknown probe {0:?}; use prefix-cache or connections")]
+pub struct UnknownProbe(pub String);
+
 impl std::str::FromStr for Probe {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Probe, String> {
+    type Err = UnknownProbe;
+    fn from_str(s: &str) -> Result<Probe, UnknownProbe> {
         match s.trim() {
             "prefix-cache" | "cache" => Ok(Probe::PrefixCache),
             "connections" | "connection" => Ok(Probe::Connections),
-            other => Err(format!(
-                "unknown probe {other:?}; use prefix-cache or connections"
-            )),
+            other => Err(UnknownProbe(other.to_string())),
         }
     }
 }

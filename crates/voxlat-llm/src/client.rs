@@ -298,7 +298,7 @@ impl LlmClient {
                 Ok(None) => break,
                 Ok(Some(Err(e))) => {
                     return Err(NetError::Disconnected {
-                        detail: classify::scrub(&self.endpoint, &e),
+                        detail: classify::scrub(&self.endpoint, &chain(&e)),
                     }
                     .into())
                 }
@@ -544,24 +544,47 @@ pub fn stream_text_cap(max_tokens: Option<u32>) -> usize {
 /// misdirected URL streaming something endless cannot fill memory.
 pub const MODEL_LIST_CAP: usize = 8 << 20;
 
+/// Why a body could not be read whole.
+#[derive(Debug, thiserror::Error)]
+enum ReadError {
+    /// reqwest's own message is bare ("error decoding response body"): its causes are added.
+    #[error("{}", chain(.0))]
+    Body(reqwest::Error),
+    #[error("the body is larger than {cap_mib} MiB")]
+    TooLarge { cap_mib: usize },
+    #[error("the body is not UTF-8 ({0})")]
+    NotUtf8(std::string::FromUtf8Error),
+}
+
 /// Reads a whole body, up to `cap` bytes.
-async fn read_capped(resp: reqwest::Response, cap: usize) -> Result<String, String> {
+async fn read_capped(resp: reqwest::Response, cap: usize) -> Result<String, ReadError> {
     let mut stream = resp.bytes_stream();
     let mut buf = Vec::new();
     while let Some(b) = stream.next().await {
-        let b = b.map_err(|e| chain(&e))?;
+        let b = b.map_err(ReadError::Body)?;
         if buf.len() + b.len() > cap {
-            return Err(format!("the body is larger than {} MiB", cap >> 20));
+            return Err(ReadError::TooLarge { cap_mib: cap >> 20 });
         }
         buf.extend_from_slice(&b);
     }
-    String::from_utf8(buf).map_err(|e| format!("the body is not UTF-8 ({e})"))
+    String::from_utf8(buf).map_err(ReadError::NotUtf8)
+}
+
+/// Why a body is not a model list.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelListError {
+    #[error("{0}")]
+    Json(serde_json::Error),
+    #[error("neither a \"data\" nor a \"models\" array")]
+    NoList,
+    #[error("{key}[{index}] has no \"id\"")]
+    NoId { key: &'static str, index: usize },
 }
 
 /// Model IDs from a model list: OpenAI's `data[].id` (vLLM, Ollama's /v1, llama.cpp, which
 /// also sends `models`), else a `models[]` array of `name`/`model`/`id` (Ollama's own
 /// /api/tags, llama.cpp's extra list).
-pub fn parse_model_list(text: &str) -> Result<Vec<String>, String> {
+pub fn parse_model_list(text: &str) -> Result<Vec<String>, ModelListError> {
     #[derive(Deserialize)]
     struct Models {
         data: Option<Vec<Entry>>,
@@ -573,18 +596,18 @@ pub fn parse_model_list(text: &str) -> Result<Vec<String>, String> {
         name: Option<String>,
         model: Option<String>,
     }
-    let m: Models = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let m: Models = serde_json::from_str(text).map_err(ModelListError::Json)?;
     let (list, key) = match (m.data, m.models) {
         (Some(d), _) => (d, "data"),
         (None, Some(ms)) => (ms, "models"),
-        (None, None) => return Err("neither a \"data\" nor a \"models\" array".into()),
+        (None, None) => return Err(ModelListError::NoList),
     };
     list.into_iter()
         .enumerate()
-        .map(|(i, e)| {
+        .map(|(index, e)| {
             e.id.or(e.model)
                 .or(e.name)
-                .ok_or_else(|| format!("{key}[{i}] has no \"id\""))
+                .ok_or(ModelListError::NoId { key, index })
         })
         .collect()
 }

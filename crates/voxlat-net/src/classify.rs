@@ -58,14 +58,13 @@ pub async fn read_body(
     resp: reqwest::Response,
     idle_timeout: Duration,
 ) -> String {
-    let pieces = resp.bytes_stream().map(|r| r.map_err(|e| chain(&e)));
-    display_body(endpoint, pieces, idle_timeout).await
+    display_body(endpoint, resp.bytes_stream(), idle_timeout).await
 }
 
-/// [`read_body`] over any body's pieces (the errors in the cause's words).
-pub async fn display_body(
+/// [`read_body`] over any body's pieces; a read that fails is shown in its causes' words.
+pub async fn display_body<E: std::error::Error>(
     endpoint: &Endpoint,
-    pieces: impl futures_util::Stream<Item = Result<bytes::Bytes, String>>,
+    pieces: impl futures_util::Stream<Item = Result<bytes::Bytes, E>>,
     idle_timeout: Duration,
 ) -> String {
     // Only the start of a body is ever shown, so only that much is read: a gateway's
@@ -86,7 +85,7 @@ pub async fn display_body(
     };
     let text = match tokio::time::timeout(idle_timeout, read).await {
         Ok(Ok(t)) => t,
-        Ok(Err(e)) => format!("<body unreadable: {e}>"),
+        Ok(Err(e)) => format!("<body unreadable: {}>", chain(&e)),
         Err(_) => "<body timed out>".into(),
     };
     truncate_body(&scrub(endpoint, &text))

@@ -210,6 +210,17 @@ impl NetError {
     }
 }
 
+/// Why the next piece of a response body could not be read, on either stack. Its top-level
+/// message can be bare ("error decoding response body"): word it with
+/// [`crate::classify::chain`].
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    #[error(transparent)]
+    Direct(#[from] crate::direct::ExchangeError),
+    #[error(transparent)]
+    Reqwest(#[from] reqwest::Error),
+}
+
 /// Bodies are shown, but never whole: a gateway's HTML error page would drown the message.
 pub const BODY_LIMIT: usize = 500;
 

@@ -10,7 +10,7 @@ use crate::classify::{self, chain, closed_before_response, header_str};
 use crate::config::Endpoint;
 use crate::connection::{self, ConnProbe, StampKind, StampedBody, TransportKind};
 use crate::direct::{direct_target, ConnectError, DirectConn, DirectPool};
-use crate::error::{NetError, TimeoutKind};
+use crate::error::{BodyError, NetError, TimeoutKind};
 use bytes::Bytes;
 use futures_util::stream::BoxStream;
 use futures_util::StreamExt;
@@ -205,21 +205,20 @@ impl Transport {
 }
 
 impl Exchange {
-    /// The next piece of the body and when it arrived; `None` at the body's end. The error
-    /// is the cause's words.
-    pub async fn next(&mut self) -> Option<Result<(Bytes, Nanos), String>> {
+    /// The next piece of the body and when it arrived; `None` at the body's end.
+    pub async fn next(&mut self) -> Option<Result<(Bytes, Nanos), BodyError>> {
         match self {
             Exchange::Direct { conn, ended, .. } => match conn.next_data().await {
                 None => {
                     *ended = true;
                     None
                 }
-                Some(r) => Some(r.map_err(|e| chain(&e))),
+                Some(r) => Some(r.map_err(BodyError::from)),
             },
             Exchange::Full(stream) => {
                 let r = stream.next().await?;
                 let t = clock::now();
-                Some(r.map(|b| (b, t)).map_err(|e| chain(&e)))
+                Some(r.map(|b| (b, t)).map_err(BodyError::from))
             }
         }
     }

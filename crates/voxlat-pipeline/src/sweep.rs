@@ -9,7 +9,7 @@ use crate::turn_eval::run::{endpoints, Memo};
 use serde::{Deserialize, Serialize};
 use voxlat_core::cutoff::{Curve, Point};
 use voxlat_core::stats::Summary;
-use voxlat_vad::turn::TurnPolicy;
+use voxlat_vad::turn::{TurnPolicy, TurnPolicyError};
 use voxlat_vad::{EndpointerConfig, SharedScorer, VadError};
 
 /// A turn whose first endpoint places speech end this much before the truth is truncated.
@@ -65,6 +65,15 @@ pub struct SweepReport {
     pub score_ms: Option<Summary>,
 }
 
+/// A turn-model high threshold that makes an inconsistent policy. Its cause's words are in
+/// the message, so the cause is not chained as a source as well.
+#[derive(Debug, thiserror::Error)]
+#[error("high threshold {high}: {cause}")]
+pub struct ThresholdError {
+    pub high: f32,
+    pub cause: TurnPolicyError,
+}
+
 /// The rows a sweep runs: one plain rule per hangover, then, with turn-model thresholds, the
 /// plain rule at `base.hangover_ms` as the baseline (unless already there) and one turn-model
 /// row per high threshold, the rest of the policy from `base.turn`. An inconsistent threshold
@@ -73,7 +82,7 @@ pub fn policies(
     base: &EndpointerConfig,
     hangovers: &[u32],
     turn_highs: &[f32],
-) -> Result<Vec<SweepPolicy>, String> {
+) -> Result<Vec<SweepPolicy>, ThresholdError> {
     let plain = |hangover_ms| SweepPolicy {
         hangover_ms,
         turn: None,
@@ -91,7 +100,7 @@ pub fn policies(
             ..base.turn.clone()
         };
         turn.validate(base.hangover_ms)
-            .map_err(|e| format!("high threshold {high}: {e}"))?;
+            .map_err(|cause| ThresholdError { high, cause })?;
         out.push(SweepPolicy {
             hangover_ms: base.hangover_ms,
             turn: Some(turn),

@@ -85,22 +85,29 @@ pub fn init_tracing(service: &str, default_filter: &str) -> TracingGuard {
     }
 }
 
-fn build(service: &str) -> Result<SdkTracerProvider, String> {
+/// Why the span exporter is off; each names the variable to fix.
+#[derive(Debug, thiserror::Error)]
+enum ExportError {
+    #[error(
+        "OTEL_EXPORTER_OTLP_PROTOCOL={0} is not supported: voxlat exports OTLP over HTTP \
+         (http/protobuf, usually port 4318); unset it or set it to http/protobuf"
+    )]
+    Protocol(String),
+    #[error("cannot set up the OTLP exporter from OTEL_EXPORTER_OTLP_ENDPOINT: {0}")]
+    Build(opentelemetry_otlp::ExporterBuildError),
+}
+
+fn build(service: &str) -> Result<SdkTracerProvider, ExportError> {
     let protocol =
         env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL").or_else(|| env("OTEL_EXPORTER_OTLP_PROTOCOL"));
     if let Some(p) = protocol.filter(|p| p != "http/protobuf") {
-        return Err(format!(
-            "OTEL_EXPORTER_OTLP_PROTOCOL={p} is not supported: voxlat exports OTLP over HTTP \
-             (http/protobuf, usually port 4318); unset it or set it to http/protobuf"
-        ));
+        return Err(ExportError::Protocol(p));
     }
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_protocol(Protocol::HttpBinary)
         .build()
-        .map_err(|e| {
-            format!("cannot set up the OTLP exporter from OTEL_EXPORTER_OTLP_ENDPOINT: {e}")
-        })?;
+        .map_err(ExportError::Build)?;
     let name = env("OTEL_SERVICE_NAME").unwrap_or_else(|| service.to_string());
     Ok(SdkTracerProvider::builder()
         .with_batch_exporter(exporter)

@@ -59,10 +59,15 @@ pub struct Encoded {
     pub mapped: usize,
 }
 
+/// A voice table without an id for one of Piper's padding, BOS and EOS symbols.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("phoneme_id_map has no id for {0:?}")]
+pub struct MissingSymbol(pub char);
+
 impl PhonemeIds {
     /// Builds the table from a voice config. Keys of more than one scalar cannot come out of
     /// espeak-ng's per-character phonemes and are ignored.
-    pub fn from_config(config: &VoiceConfig) -> Result<Self, String> {
+    pub fn from_config(config: &VoiceConfig) -> Result<Self, MissingSymbol> {
         let single = |k: &str| {
             let mut it = k.chars();
             match (it.next(), it.next()) {
@@ -87,7 +92,7 @@ impl PhonemeIds {
             map.get(&c)
                 .filter(|ids| !ids.is_empty())
                 .cloned()
-                .ok_or_else(|| format!("phoneme_id_map has no id for {c:?}"))
+                .ok_or(MissingSymbol(c))
         };
         Ok(Self {
             pad: required(PAD)?,
@@ -198,7 +203,7 @@ mod tests {
         let mut cfg = config("");
         cfg.phoneme_id_map.remove("^");
         let err = PhonemeIds::from_config(&cfg).expect_err("no BOS");
-        assert!(err.contains("'^'"), "{err}");
+        assert!(err.to_string().contains("'^'"), "{err}");
     }
 
     #[test]

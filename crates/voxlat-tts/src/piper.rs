@@ -143,9 +143,9 @@ impl Voice {
         }
         let config_path = VoiceConfig::path_for(model);
         let config = VoiceConfig::load(&config_path)?;
-        let ids = PhonemeIds::from_config(&config).map_err(|detail| TtsError::ConfigInvalid {
+        let ids = PhonemeIds::from_config(&config).map_err(|e| TtsError::ConfigInvalid {
             path: config_path.clone(),
-            detail,
+            detail: e.to_string(),
         })?;
         if options.speaker < 0 || options.speaker >= i64::from(config.num_speakers) {
             return Err(TtsError::ConfigInvalid {

@@ -236,7 +236,7 @@ impl<D: VoiceDetector> Endpointer<D> {
         self.cfg
             .turn
             .validate(self.cfg.hangover_ms)
-            .map_err(VadError::Config)?;
+            .map_err(VadError::TurnPolicy)?;
         if self.hold.is_some() {
             return Err(VadError::Config(
                 "a turn model and a stop hold would both decide the end; attach one".into(),

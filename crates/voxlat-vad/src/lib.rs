@@ -17,7 +17,7 @@ pub mod turn;
 pub use detector::{VoiceDetector, WebRtcDetector};
 pub use endpointer::{Endpointer, EndpointerConfig, VadEvent};
 pub use stop_hold::StopHold;
-pub use turn::{SharedScorer, TurnPolicy, TurnScore, TurnScorer};
+pub use turn::{SharedScorer, TurnPolicy, TurnPolicyError, TurnScore, TurnScorer};
 
 /// The rate every detector here works at.
 pub const RATE: u32 = 16_000;
@@ -32,6 +32,9 @@ pub enum VadError {
     Frame(usize),
     #[error("invalid endpointer setting: {0}")]
     Config(String),
+    /// Its words are in the message, so it is not chained as a source as well.
+    #[error("invalid endpointer setting: {0}")]
+    TurnPolicy(TurnPolicyError),
     #[error("turn model {path}: {detail}")]
     TurnModel {
         path: std::path::PathBuf,
@@ -46,6 +49,16 @@ pub enum VadError {
     #[cfg(feature = "silero")]
     #[error(transparent)]
     OnnxRuntime(voxlat_onnx::OnnxError),
+}
+
+/// Why one run of a model failed; the caller names the model.
+#[cfg(feature = "silero")]
+#[derive(Debug, thiserror::Error)]
+enum InferError {
+    #[error(transparent)]
+    Ort(#[from] ort::Error),
+    #[error("no output")]
+    NoOutput,
 }
 
 /// A model's session error as a [`VadError`]: a runtime failure as itself, anything else

@@ -3,7 +3,7 @@
 //! 64 samples of the previous frame as context, and carries a recurrent state between calls.
 
 use crate::detector::VoiceDetector;
-use crate::VadError;
+use crate::{InferError, VadError};
 use ort::session::Session;
 use ort::value::Tensor;
 use std::path::{Path, PathBuf};
@@ -51,30 +51,23 @@ impl SileroDetector {
         self.state.iter_mut().for_each(|v| *v = 0.0);
     }
 
-    fn infer(&mut self, frame: &[f32]) -> Result<f32, String> {
+    fn infer(&mut self, frame: &[f32]) -> Result<f32, InferError> {
         self.input.clear();
         self.input.extend_from_slice(&self.context);
         self.input.extend_from_slice(frame);
-        let input = Tensor::from_array(([1usize, CONTEXT + FRAME], self.input.clone()))
-            .map_err(|e| e.to_string())?;
-        let state = Tensor::from_array(([2usize, 1, 128], self.state.clone()))
-            .map_err(|e| e.to_string())?;
-        let sr = Tensor::from_array(([1usize], vec![16_000i64])).map_err(|e| e.to_string())?;
+        let input = Tensor::from_array(([1usize, CONTEXT + FRAME], self.input.clone()))?;
+        let state = Tensor::from_array(([2usize, 1, 128], self.state.clone()))?;
+        let sr = Tensor::from_array(([1usize], vec![16_000i64]))?;
         let outputs = self
             .session
-            .run(ort::inputs!["input" => input, "state" => state, "sr" => sr])
-            .map_err(|e| e.to_string())?;
-        let (_, prob) = outputs["output"]
-            .try_extract_tensor::<f32>()
-            .map_err(|e| e.to_string())?;
-        let (_, new_state) = outputs["stateN"]
-            .try_extract_tensor::<f32>()
-            .map_err(|e| e.to_string())?;
+            .run(ort::inputs!["input" => input, "state" => state, "sr" => sr])?;
+        let (_, prob) = outputs["output"].try_extract_tensor::<f32>()?;
+        let (_, new_state) = outputs["stateN"].try_extract_tensor::<f32>()?;
         if new_state.len() == STATE {
             self.state.copy_from_slice(new_state);
         }
         self.context.copy_from_slice(&frame[FRAME - CONTEXT..]);
-        prob.first().copied().ok_or_else(|| "no output".into())
+        prob.first().copied().ok_or(InferError::NoOutput)
     }
 }
 
@@ -91,9 +84,9 @@ impl VoiceDetector for SileroDetector {
         if frame.len() != FRAME {
             return Err(VadError::Frame(frame.len()));
         }
-        let p = self.infer(frame).map_err(|detail| VadError::Silero {
+        let p = self.infer(frame).map_err(|e| VadError::Silero {
             path: self.path.clone(),
-            detail,
+            detail: e.to_string(),
         })?;
         self.last_probability = p;
         Ok(p >= self.threshold)

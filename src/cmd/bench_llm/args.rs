@@ -1,6 +1,6 @@
 //! bench-llm's flags, and the config file they are laid over.
 
-use crate::common::parse_duration;
+use crate::common::{parse_duration, ArgError};
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
@@ -220,10 +220,8 @@ and counted in the cell header.";
 /// `voxlat-server`'s default `--ctx`, used as the context of the embedded server.
 pub(super) const EMBEDDED_CONTEXT_TOKENS: u32 = 4096;
 
-fn parse_param(s: &str) -> Result<(String, serde_json::Value), String> {
-    let (k, v) = s
-        .split_once('=')
-        .ok_or("expected KEY=JSON, e.g. top_k=40")?;
+fn parse_param(s: &str) -> Result<(String, serde_json::Value), ArgError> {
+    let (k, v) = s.split_once('=').ok_or(ArgError::Param)?;
     let v = serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::String(v.to_string()));
     Ok((k.trim().to_string(), v))
 }

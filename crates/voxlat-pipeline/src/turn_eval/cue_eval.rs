@@ -8,6 +8,7 @@ use super::{verdict_at_ms, EvalPolicy, PolicyEval, SettingTurns, TurnCommit};
 use crate::cues::{self, CueSet, StopCues};
 use crate::scenario::LoadedTurn;
 use serde::{Deserialize, Serialize};
+use voxlat_asr::engine::AsrError;
 use voxlat_core::cutoff::{Curve, Point};
 use voxlat_vad::{EndpointerConfig, SharedScorer, VadError};
 
@@ -24,7 +25,7 @@ pub struct StopRecord {
 }
 
 /// A speculative transcription of the utterance so far: its text, or why it failed.
-pub type Transcribe<'a> = &'a mut dyn FnMut(&[f32]) -> Result<String, String>;
+pub type Transcribe<'a> = &'a mut dyn FnMut(&[f32]) -> Result<String, AsrError>;
 
 /// Where the cues come from: a speculative transcription and Smart Turn, each when some rule
 /// needs it.

@@ -11,7 +11,7 @@ pub mod run;
 pub mod stops;
 
 pub use cue_eval::{CueSources, StopRecord, Transcribe};
-pub use policy::EvalPolicy;
+pub use policy::{EvalPolicy, SettingError};
 
 use crate::scenario::LoadedTurn;
 use run::{endpoints, Memo};
@@ -228,10 +228,7 @@ pub fn evaluate(
             .iter()
             .flat_map(|&d| settings.iter().map(move |&s| (d, s)));
         for (delay_ms, setting) in grid {
-            let cfg = sweep
-                .policy
-                .endpointer(base, setting, delay_ms)
-                .map_err(VadError::Config)?;
+            let cfg = sweep.policy.endpointer(base, setting, delay_ms)?;
             let trail = sweep.policy.longest_hold_ms(setting) + 1000;
             let mut commits = Vec::with_capacity(judged.len());
             let mut verdicts = Vec::with_capacity(judged.len());

@@ -3,7 +3,7 @@
 use crate::cues::CueSet;
 use serde::{Deserialize, Serialize};
 use voxlat_vad::turn::TurnPolicy;
-use voxlat_vad::EndpointerConfig;
+use voxlat_vad::{EndpointerConfig, VadError};
 
 /// Pipecat runs Smart Turn when its VAD has heard this much silence (`VADParams.stop_secs`
 /// 0.2, which Pipecat recommends with Smart Turn).
@@ -15,6 +15,41 @@ pub const SMART_TURN_FALLBACK_MS: u32 = 3000;
 /// eot-bench sweeps this action delay with the threshold (its 5 % point: 0.09 at 0.7 s); a
 /// threshold alone leaves Smart Turn the 3 s fallback at every end it scores unsure.
 pub const SMART_TURN_DELAYS_MS: [u32; 7] = [200, 300, 400, 500, 700, 1000, 1500];
+
+/// A setting a policy cannot run, and the range to give instead.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingError {
+    #[error(
+        "{policy} base wait {setting} ms: give ms from 0 to {max}",
+        max = crate::cues::MAX_WAIT_MS
+    )]
+    BaseWait { policy: &'static str, setting: f64 },
+    #[error("webrtc hangover {setting} ms: give a whole number of ms from 1 to 30000")]
+    Hangover { setting: f64 },
+    #[error("smart-turn threshold {setting}: give a probability from 0 to 1")]
+    Threshold { setting: f64 },
+    #[error(
+        "smart-turn delay {delay} ms: give ms from 1 to {max}",
+        max = SMART_TURN_FALLBACK_MS - 1
+    )]
+    Delay { delay: u32 },
+    #[error("{policy} runs on the stops, not as an endpointer setting")]
+    NotEndpointer { policy: &'static str },
+    /// The endpointer refused the configuration the setting made.
+    #[error(transparent)]
+    Endpointer(VadError),
+}
+
+// For the evaluation, whose errors are the endpointer's: the endpointer's own refusal stays
+// itself rather than being worded twice.
+impl From<SettingError> for VadError {
+    fn from(e: SettingError) -> VadError {
+        match e {
+            SettingError::Endpointer(e) => e,
+            other => VadError::Config(other.to_string()),
+        }
+    }
+}
 
 /// A rule for ending a turn, as `eval-turns` runs it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -131,16 +166,15 @@ impl EvalPolicy {
     }
 
     /// Whether `setting` is one this policy can run, and if not why.
-    pub fn check(self, base: &EndpointerConfig, setting: f64) -> Result<(), String> {
+    pub fn check(self, base: &EndpointerConfig, setting: f64) -> Result<(), SettingError> {
         if self.cue_set().is_some() {
             return if setting.is_finite() && (0.0..=crate::cues::MAX_WAIT_MS).contains(&setting) {
                 Ok(())
             } else {
-                Err(format!(
-                    "{} base wait {setting} ms: give ms from 0 to {}",
-                    self.name(),
-                    crate::cues::MAX_WAIT_MS
-                ))
+                Err(SettingError::BaseWait {
+                    policy: self.name(),
+                    setting,
+                })
             };
         }
         self.endpointer(base, setting, None).map(|_| ())
@@ -154,13 +188,11 @@ impl EvalPolicy {
         base: &EndpointerConfig,
         setting: f64,
         delay_ms: Option<u32>,
-    ) -> Result<EndpointerConfig, String> {
+    ) -> Result<EndpointerConfig, SettingError> {
         let cfg = match self {
             EvalPolicy::Webrtc => {
                 if !(setting.is_finite() && (1.0..=30_000.0).contains(&setting)) {
-                    return Err(format!(
-                        "webrtc hangover {setting} ms: give a whole number of ms from 1 to 30000"
-                    ));
+                    return Err(SettingError::Hangover { setting });
                 }
                 let h = setting.round() as u32;
                 EndpointerConfig {
@@ -172,17 +204,12 @@ impl EvalPolicy {
             }
             EvalPolicy::SmartTurn => {
                 if !(setting.is_finite() && (0.0..=1.0).contains(&setting)) {
-                    return Err(format!(
-                        "smart-turn threshold {setting}: give a probability from 0 to 1"
-                    ));
+                    return Err(SettingError::Threshold { setting });
                 }
                 let p = setting as f32;
                 let delay = delay_ms.unwrap_or(SMART_TURN_VAD_STOP_MS);
                 if !(1..SMART_TURN_FALLBACK_MS).contains(&delay) {
-                    return Err(format!(
-                        "smart-turn delay {delay} ms: give ms from 1 to {}",
-                        SMART_TURN_FALLBACK_MS - 1
-                    ));
+                    return Err(SettingError::Delay { delay });
                 }
                 // The hangover is the fallback, so the low threshold never gets a second look
                 // and no score is retaken before the speaker goes on: one score per VAD stop.
@@ -201,13 +228,12 @@ impl EvalPolicy {
                 }
             }
             _ => {
-                return Err(format!(
-                    "{} runs on the stops, not as an endpointer setting",
-                    self.name()
-                ))
+                return Err(SettingError::NotEndpointer {
+                    policy: self.name(),
+                })
             }
         };
-        cfg.validate().map_err(|e| e.to_string())?;
+        cfg.validate().map_err(SettingError::Endpointer)?;
         Ok(cfg)
     }
 

@@ -88,7 +88,7 @@ pub(super) async fn handle(
     };
     let audio = match decode(&name, &bytes, state.opts.max_audio_s) {
         Ok(a) => a,
-        Err(m) => return bad(m),
+        Err(e) => return bad(e.to_string()),
     };
     let duration = audio.len() as f64 / 16_000.0;
     let slot = match reserve(&state, &state.asr, &id, "asr") {
@@ -217,27 +217,46 @@ async fn read_upload(mut m: Multipart, max: usize) -> Result<Upload, ReadFailure
     }
 }
 
+/// What is wrong with an upload, in the words the client gets; each names the file.
+#[derive(Debug, thiserror::Error)]
+enum UploadError {
+    #[error("the uploaded file {0:?} is empty")]
+    Empty(String),
+    #[error("the uploaded file {0:?} is not a WAV file: this server reads WAV only (16-bit, 24-bit, 32-bit or float PCM, any rate); convert it first, e.g. `ffmpeg -i in -ar 16000 -ac 1 out.wav`")]
+    NotWav(String),
+    /// The reader names the file itself.
+    #[error(transparent)]
+    Wav(#[from] voxlat_audio::wav::WavError),
+    #[error("the uploaded file {0:?} holds no samples")]
+    NoSamples(String),
+    #[error("the uploaded file {name:?}: {cause}")]
+    Rate {
+        name: String,
+        cause: voxlat_audio::resample::RateError,
+    },
+}
+
 /// The upload as 16 kHz mono, or what is wrong with it.
-fn decode(name: &str, bytes: &[u8], max_s: u32) -> Result<Vec<f32>, String> {
-    let what = format!("the uploaded file {name:?}");
+fn decode(name: &str, bytes: &[u8], max_s: u32) -> Result<Vec<f32>, UploadError> {
     if bytes.is_empty() {
-        return Err(format!("{what} is empty"));
+        return Err(UploadError::Empty(name.into()));
     }
     if !bytes.starts_with(b"RIFF") {
-        return Err(format!(
-            "{what} is not a WAV file: this server reads WAV only (16-bit, 24-bit, 32-bit or float PCM, any rate); convert it first, e.g. `ffmpeg -i in -ar 16000 -ac 1 out.wav`"
-        ));
+        return Err(UploadError::NotWav(name.into()));
     }
     let decoded =
-        voxlat_audio::wav::decode_limited(std::io::Cursor::new(bytes), Path::new(name), max_s)
-            .map_err(|e| e.to_string())?;
+        voxlat_audio::wav::decode_limited(std::io::Cursor::new(bytes), Path::new(name), max_s)?;
     let audio = decoded.audio;
     if audio.samples.is_empty() {
-        return Err(format!("{what} holds no samples"));
+        return Err(UploadError::NoSamples(name.into()));
     }
     if audio.rate == 16_000 {
         return Ok(audio.samples);
     }
-    voxlat_audio::resample::resample(&audio.samples, audio.rate, 16_000)
-        .map_err(|e| format!("{what}: {e}"))
+    voxlat_audio::resample::resample(&audio.samples, audio.rate, 16_000).map_err(|cause| {
+        UploadError::Rate {
+            name: name.into(),
+            cause,
+        }
+    })
 }

@@ -14,7 +14,7 @@ use crate::VadError;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-pub use policy::{Decision, TurnPolicy};
+pub use policy::{Decision, TurnPolicy, TurnPolicyError};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TurnScore {

@@ -32,6 +32,19 @@ impl Default for TurnPolicy {
     }
 }
 
+/// Why a turn policy cannot run; the caller names the flags or keys that set it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TurnPolicyError {
+    #[error("the turn model's re-score interval must be positive")]
+    Interval,
+    #[error("turn-model thresholds are probabilities, 0 to 1")]
+    Threshold,
+    #[error("the low turn-model threshold must not exceed the high one")]
+    LowAboveHigh,
+    #[error("the turn model's longest hold must be at least the hangover and the first score")]
+    LongestHold,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {
     Wait,
@@ -43,21 +56,18 @@ pub enum Decision {
 pub type LastScore = Option<(u64, f32)>;
 
 impl TurnPolicy {
-    pub fn validate(&self, hangover_ms: u32) -> Result<(), String> {
+    pub fn validate(&self, hangover_ms: u32) -> Result<(), TurnPolicyError> {
         if self.every_ms == 0 {
-            return Err("the turn model's re-score interval must be positive".into());
+            return Err(TurnPolicyError::Interval);
         }
         if !(0.0..=1.0).contains(&self.low) || !(0.0..=1.0).contains(&self.high) {
-            return Err("turn-model thresholds are probabilities, 0 to 1".into());
+            return Err(TurnPolicyError::Threshold);
         }
         if self.low > self.high {
-            return Err("the low turn-model threshold must not exceed the high one".into());
+            return Err(TurnPolicyError::LowAboveHigh);
         }
         if self.max_ms < hangover_ms || self.first_ms > self.max_ms {
-            return Err(
-                "the turn model's longest hold must be at least the hangover and the first score"
-                    .into(),
-            );
+            return Err(TurnPolicyError::LongestHold);
         }
         Ok(())
     }
@@ -145,8 +155,11 @@ mod tests {
             low: 0.95,
             ..TurnPolicy::default()
         };
-        assert!(bad.validate(600).is_err());
+        assert_eq!(bad.validate(600), Err(TurnPolicyError::LowAboveHigh));
         assert!(TurnPolicy::default().validate(600).is_ok());
-        assert!(TurnPolicy::default().validate(2000).is_err());
+        assert_eq!(
+            TurnPolicy::default().validate(2000),
+            Err(TurnPolicyError::LongestHold)
+        );
     }
 }

@@ -7,7 +7,7 @@
 
 use super::features::{FeatureExtractor, FRAMES, MELS};
 use super::{TurnScore, TurnScorer};
-use crate::VadError;
+use crate::{InferError, VadError};
 use ort::session::Session;
 use ort::value::Tensor;
 use std::path::{Path, PathBuf};
@@ -43,18 +43,12 @@ impl SmartTurn {
         &self.input
     }
 
-    fn infer(&mut self, audio: &[f32]) -> Result<f32, String> {
+    fn infer(&mut self, audio: &[f32]) -> Result<f32, InferError> {
         self.features.compute(audio, &mut self.input);
-        let input = Tensor::from_array(([1usize, MELS, FRAMES], self.input.clone()))
-            .map_err(|e| e.to_string())?;
-        let outputs = self
-            .session
-            .run(ort::inputs!["input_features" => input])
-            .map_err(|e| e.to_string())?;
-        let (_, p) = outputs["logits"]
-            .try_extract_tensor::<f32>()
-            .map_err(|e| e.to_string())?;
-        p.first().copied().ok_or_else(|| "no output".into())
+        let input = Tensor::from_array(([1usize, MELS, FRAMES], self.input.clone()))?;
+        let outputs = self.session.run(ort::inputs!["input_features" => input])?;
+        let (_, p) = outputs["logits"].try_extract_tensor::<f32>()?;
+        p.first().copied().ok_or(InferError::NoOutput)
     }
 }
 
@@ -65,9 +59,9 @@ impl TurnScorer for SmartTurn {
 
     fn score(&mut self, audio: &[f32]) -> Result<TurnScore, VadError> {
         let start = Instant::now();
-        let probability = self.infer(audio).map_err(|detail| VadError::TurnModel {
+        let probability = self.infer(audio).map_err(|e| VadError::TurnModel {
             path: self.path.clone(),
-            detail,
+            detail: e.to_string(),
         })?;
         Ok(TurnScore {
             probability,
