@@ -5,6 +5,7 @@ pub mod advice;
 pub mod arg_error;
 pub mod duration;
 pub mod llm;
+pub mod pipeline_config;
 pub mod remote;
 pub mod reply;
 pub mod session_args;

@@ -3,6 +3,7 @@
 
 mod callers;
 
+use crate::common::pipeline_config::pipeline_config;
 use crate::common::remote::RemoteStageArgs;
 use crate::common::reply::ReplyArgs;
 use crate::common::setup::Setup;
@@ -157,22 +158,10 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     check_sessions(&args.sessions)?;
 
     let cfg = PipelineConfig {
-        endpointer,
-        speculative_asr: args.provisional > 0,
-        speculative_reply: args.reply.speculative_reply(),
-        whole_turn_asr: !args.reply.part_asr,
-        turn_cues: args.turn.cues(),
-        first_chunk_max_chars: args.reply.first_chunk_max_chars(),
-        history_cap: usize::from(args.reply.history),
         fast: args.fast,
         max_tokens: args.max_tokens,
-        save_replies: args.session.save_replies.clone(),
-        ..PipelineConfig::default()
+        ..pipeline_config(endpointer, &args.reply, &args.turn, &args.session)?
     };
-    anyhow::ensure!(
-        !cfg.turn_cues || cfg.speculative_asr,
-        "--turn-model cues reads the speculative transcript at each provisional end: give --provisional above 0, or choose another --turn-model"
-    );
     let callers = args.sessions.iter().copied().max().unwrap_or(1) as usize;
     let spec = StackSpec {
         remote: &args.remote,

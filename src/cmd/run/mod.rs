@@ -2,32 +2,29 @@
 //! speaker, one line per turn with the breakdown of where the delay went, barge-in, and the
 //! session's results in replay's schema.
 
+use crate::common::pipeline_config::pipeline_config;
 use crate::common::remote::RemoteStageArgs;
 use crate::common::reply::ReplyArgs;
 use crate::common::stack::{Stack, StackSpec};
 use crate::common::turn::TurnArgs;
-use crate::common::{shutdown_signal, telemetry_outcome};
-use crate::report::{
-    live::{print_progress, turn_line},
-    print_report,
-};
+use crate::report::live::print_progress;
 use anyhow::{Context, Result};
 use clap::Args;
+use converse::{converse, finish, TurnLog};
+use devices::Devices;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::mpsc;
-use voxlat_audio::device::{self, Direction};
-use voxlat_pipeline::live::{self, ListenerConfig, Speaker};
 use voxlat_pipeline::results::{ReplayResults, ResultsWriter};
-use voxlat_pipeline::setup::{ClockOffset, InputInfo, LiveSetup};
-use voxlat_pipeline::{
-    PipelineConfig, Session, SessionError, SessionOptions, SourceEvent, TurnMeta, TurnRecord,
-};
+use voxlat_pipeline::{PipelineConfig, Session, SessionOptions, SourceEvent, TurnMeta};
 use voxlat_vad::EndpointerConfig;
+
+mod converse;
+mod devices;
 
 /// Talk to a local voice assistant through the microphone and speaker. Each turn prints the
 /// transcript, the reply as it streams, and the breakdown of "you stopped speaking → you
@@ -136,68 +133,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         Some(p) => read_config(p)?,
         None => FileConfig::default(),
     };
-    let mut endpointer = file.endpointer.clone().unwrap_or_default();
-    if let Some(h) = args.hangover {
-        endpointer.hangover_ms = h;
-    }
-    if let Some(p) = args.provisional {
-        endpointer.provisional_ms = p;
-        endpointer.tail_ms = endpointer.tail_ms.min(p.max(1));
-    }
-    if let Some(m) = args.vad_mode {
-        endpointer.mode = m;
-    }
-    endpointer.validate()?;
-    args.turn
-        .apply(&mut endpointer.turn, endpointer.hangover_ms)?;
-    let mut listener = ListenerConfig {
-        endpointer: endpointer.clone(),
-        barge_in: !args.no_barge_in && file.barge_in.unwrap_or(true),
-        barge_in_ratio: args
-            .barge_in_ratio
-            .or(file.barge_in_ratio)
-            .unwrap_or(ListenerConfig::default().barge_in_ratio),
-        echo_tail_ms: file
-            .echo_tail_ms
-            .unwrap_or(ListenerConfig::default().echo_tail_ms),
-        ..ListenerConfig::default()
-    };
-    anyhow::ensure!(
-        listener.barge_in_ratio.is_finite() && listener.barge_in_ratio > 0.0,
-        "--barge-in-ratio must be a positive number (2 = the user must be twice as loud as the reply's echo)"
-    );
-
+    let (endpointer, mut listener) = devices::listener_config(&args, &file)?;
     // Devices first: a wrong name should fail before minutes of model loading.
-    let host = device::host(args.host.as_deref())?;
-    let input = device::pick(&host, Direction::Input, args.input.as_deref())?;
-    let output = device::pick(&host, Direction::Output, args.output.as_deref())?;
-    // Both streams open now, for the same reason; what the microphone hears while the
-    // models load is discarded before listening.
-    let period = |rate: u32| (args.period_ms > 0).then(|| (rate * args.period_ms / 1000).max(16));
-    let out_rate = device::default_rate(&output, Direction::Output).unwrap_or(48_000);
-    let in_rate = device::default_rate(&input, Direction::Input).unwrap_or(48_000);
-    use voxlat_audio::{capture::Capture, playback::Playback};
-    // A device that refuses the period still works with its own.
-    let playback = Playback::open(&output, period(out_rate)).or_else(|e| {
-        eprintln!("warning: {e}; using the device's default period");
-        Playback::open(&output, None)
-    })?;
-    let speaker = Speaker::start(playback, listener.echo_tail_ms)?;
-    let capture =
-        Capture::open(&input, voxlat_audio::PIPELINE_RATE, period(in_rate)).or_else(|e| {
-            eprintln!("warning: {e}; using the device's default period");
-            Capture::open(&input, voxlat_audio::PIPELINE_RATE, None)
-        })?;
-
-    let defaults = PipelineConfig::default();
+    let devices = Devices::open(&args, listener.echo_tail_ms)?;
+    let base = pipeline_config(endpointer, &args.reply, &args.turn, &args.session)?;
     let cfg = PipelineConfig {
-        endpointer: endpointer.clone(),
-        speculative_asr: endpointer.provisional_ms > 0,
-        speculative_reply: args.reply.speculative_reply(),
-        whole_turn_asr: !args.reply.part_asr,
-        turn_cues: args.turn.cues(),
-        first_chunk_max_chars: args.reply.first_chunk_max_chars(),
-        history_cap: usize::from(args.reply.history),
         fast: false,
         lead_silence_ms: 0,
         max_tokens: args.max_tokens.or(file.max_tokens).unwrap_or(48),
@@ -205,14 +145,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             .system_prompt
             .clone()
             .or(file.system_prompt.clone())
-            .unwrap_or(defaults.system_prompt.clone()),
-        save_replies: args.session.save_replies.clone(),
-        ..defaults
+            .unwrap_or(base.system_prompt.clone()),
+        ..base
     };
-    anyhow::ensure!(
-        !cfg.turn_cues || cfg.speculative_asr,
-        "--turn-model cues reads the speculative transcript at each provisional end: give --provisional above 0, or choose another --turn-model"
-    );
     args.session.ensure_writable()?;
     let spec = StackSpec {
         remote: &args.remote,
@@ -226,43 +161,23 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         asr_fallback: args.session.asr_fallback,
     };
     let stack = Stack::start(spec, cfg)?;
-    let cfg = &stack.cfg;
     let pipeline = stack.pipeline(1)?;
     listener.turn_model = stack.turn_model.clone();
     // One speaker for the whole session: the `cues` rule learns their pauses as they talk.
-    let cues = cfg.turn_cues.then(|| voxlat_pipeline::cues::CueRule {
-        base_ms: f64::from(cfg.endpointer.hangover_ms),
+    let cues = stack.cfg.turn_cues.then(|| voxlat_pipeline::cues::CueRule {
+        base_ms: f64::from(stack.cfg.endpointer.hangover_ms),
         hold: voxlat_vad::StopHold::default(),
         speaker: voxlat_pipeline::cues::SpeakerPauses::default(),
     });
     listener.stop_hold = cues.as_ref().map(|c| c.hold.clone());
 
-    let (monotonic_minus_process_ns, error_ns) = voxlat_audio::clockmap::monotonic_offset();
     let mut stages = stack.stages.clone();
-    stages.live = Some(LiveSetup {
-        clock: ClockOffset {
-            monotonic_minus_process_ns: i64::try_from(monotonic_minus_process_ns)
-                .unwrap_or(i64::MIN),
-            error_ns,
-        },
-        host: host.id().name().to_string(),
-        input: InputInfo {
-            device: capture.device.clone(),
-            rate: capture.rate,
-            channels: capture.channels,
-            clock_error_ns: capture.clock.error_ns,
-            raised: capture.health().raised(),
-        },
-        output: speaker.info.clone(),
-        listener: listener.clone(),
-        input_dropped_samples: None,
-        input_xruns: None,
-    });
+    stages.live = Some(devices.live_setup(&listener));
     let mut results = ReplayResults::new(pipeline.cfg.clone(), stack.budget, stages);
     results.llm_server_threads = stack.server_threads(1);
     results.llm_server_build = stack.server_build();
     results.timing_note = "live: speech_end is the endpointer's retro-dated end of speech on the microphone's own capture timestamps, mapped onto the process clock; endpoint is when its decision reached the pipeline; playout_queued is when the first reply sample was written to the output ring, playout_start when the device reports it leaves the speaker (its playback timestamp), so `device` is output buffering and device latency".into();
-    let mut writer = ResultsWriter::with_prefix(&args.session.output_dir, "live", results)?;
+    let writer = ResultsWriter::with_prefix(&args.session.output_dir, "live", results)?;
     let telemetry = voxlat_telemetry::TurnTelemetry::start(
         args.metrics_addr.as_deref().map(|a| ("--metrics-addr", a)),
     )?;
@@ -275,29 +190,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         .build()?;
     let stop = Arc::new(AtomicBool::new(false));
     let (mic_tx, mic_rx) = mpsc::channel::<SourceEvent>(256);
-    let started = Instant::now();
-    let mut capture = capture;
-    while !capture.health().started() && started.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    anyhow::ensure!(
-        capture.health().started(),
-        "the input device {} delivered no audio within 5 s",
-        capture.device
-    );
-    capture.discard();
-    let listener_thread = live::spawn_listener(
-        capture,
-        listener,
-        speaker.echo.clone(),
-        mic_tx,
-        stop.clone(),
-    )?;
-    eprintln!(
-        "listening on {} → {} (Ctrl-C to stop)",
-        device::device_id(&input),
-        speaker.info.device
-    );
+    let (listener_thread, speaker) = devices.listen(listener, mic_tx, stop.clone())?;
     let opts = SessionOptions {
         idle_timeout: args.idle_timeout.map(Duration::from_secs),
         ..SessionOptions::default()
@@ -307,86 +200,20 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     if let Some(rule) = cues {
         session = session.with_cues(rule);
     }
-    let max_turns = args.max_turns;
-    let mut log_turn = |rec: TurnRecord| -> Result<()> {
-        println!("{}", turn_line(&rec));
-        telemetry.record_turn(
-            &rec.snapshot(),
-            telemetry_outcome(rec.outcome),
-            rec.error.as_deref(),
-        );
-        writer.push(rec)?;
-        Ok(())
-    };
-    let watch = stack.crash_watch();
-    let outcome: Result<bool> = rt.block_on(async {
-        let mut signal = std::pin::pin!(shutdown_signal());
-        let mut crashed = std::pin::pin!(watch.crashed());
-        let mut n = 0u32;
-        loop {
-            let next = tokio::select! {
-                _ = &mut signal => return Ok(true),
-                why = &mut crashed => anyhow::bail!("{why}"),
-                next = session.next_turn() => next,
-            };
-            let rec = match next {
-                Ok(Some(rec)) => rec,
-                Ok(None) => anyhow::bail!("the microphone thread stopped"),
-                Err(e @ SessionError::Idle { .. }) => anyhow::bail!("{e} (--idle-timeout)"),
-                Err(e) => return Err(e.into()),
-            };
-            n += u32::from(rec.outcome.ran_to_end());
-            log_turn(rec)?;
-            if max_turns.is_some_and(|m| n >= m) {
-                return Ok(false);
-            }
-        }
-    });
+    let mut log = TurnLog { writer, telemetry };
+    let outcome = rt.block_on(converse(
+        &mut session,
+        &mut log,
+        args.max_turns,
+        stack.crash_watch(),
+    ));
     // What the session still owes the results: a turn already shown, the speculation
     // discarded since the last record.
     for rec in rt.block_on(session.close()) {
-        log_turn(rec)?;
+        log.push(rec)?;
     }
     drop(session);
     stop.store(true, Ordering::Release);
     let (dropped, xruns) = listener_thread.join().unwrap_or((0, 0));
-    let interrupted = match outcome {
-        Ok(i) => i,
-        Err(e) => {
-            writer.finish(true)?;
-            return Err(e.context(format!("results so far: {}", writer.json.display())));
-        }
-    };
-    if let Some(live) = writer.results.stages.live.as_mut() {
-        live.input_dropped_samples = Some(dropped);
-        live.input_xruns = Some(xruns);
-    }
-    writer.finish(interrupted)?;
-    let html = writer.json.with_extension("html");
-    voxlat_core::fsio::write_atomic(
-        &html,
-        crate::report::html::render(&writer.results).as_bytes(),
-    )?;
-    print_report(&writer.results);
-    let a = &writer.results.aggregate;
-    if a.interrupted > 0 {
-        println!(
-            "Interrupted turns (barge-in, left out of the figures above): {}{}",
-            a.interrupted,
-            a.barge_in_reaction
-                .as_ref()
-                .map(|s| format!(
-                    "; reaction (speech onset → playback stopped) p50 {:.0} ms, max {:.0} ms",
-                    s.p50, s.max
-                ))
-                .unwrap_or_default()
-        );
-    }
-    println!(
-        "Results: {} (CSV {}, report {})",
-        writer.json.display(),
-        writer.csv.display(),
-        html.display()
-    );
-    Ok(ExitCode::SUCCESS)
+    finish(log.writer, outcome, dropped, xruns)
 }
