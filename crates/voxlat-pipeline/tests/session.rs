@@ -401,6 +401,22 @@ fn a_source_that_ends_without_an_endpoint_gives_one_failed_record_when_asked() {
     assert_eq!(f.llm.requests.lock().unwrap().len(), 0);
 }
 
+/// An endpoint decided 10 s into the audio (speech 8–9.4 s), received at `received`.
+fn endpoint_in_audio_time(received: Nanos) -> SourceEvent {
+    SourceEvent::Vad {
+        ev: VadEvent::Endpoint {
+            speech_start: at(8_000),
+            speech_end: at(9_400),
+            at: at(10_000),
+            audio: utterance(),
+            confirms_provisional: false,
+            turn_probability: None,
+            forced: false,
+        },
+        received,
+    }
+}
+
 #[test]
 fn audio_time_is_anchored_at_the_endpoint_decision() {
     let f = Fakes::new();
@@ -416,20 +432,7 @@ fn audio_time_is_anchored_at_the_endpoint_decision() {
     let rec = rt.block_on(async {
         let mut s = Session::new(&p, &sink, rx, opts, TurnMeta::live);
         tx.send(SourceEvent::Truth(at(9_350))).await.unwrap();
-        tx.send(SourceEvent::Vad {
-            ev: VadEvent::Endpoint {
-                speech_start: at(8_000),
-                speech_end: at(9_400),
-                at: at(10_000),
-                audio: utterance(),
-                confirms_provisional: false,
-                turn_probability: None,
-                forced: false,
-            },
-            received,
-        })
-        .await
-        .unwrap();
+        tx.send(endpoint_in_audio_time(received)).await.unwrap();
         s.next_turn().await.unwrap().unwrap()
     });
     let ev = |k| rec.events.get(&k).expect("stamped").0;
@@ -473,18 +476,7 @@ fn the_truth_the_verdict_and_the_endpoint_give_the_same_record_in_every_order() 
                 at: at(10_000),
                 verdict,
             }),
-            Some(SourceEvent::Vad {
-                ev: VadEvent::Endpoint {
-                    speech_start: at(8_000),
-                    speech_end: at(9_400),
-                    at: at(10_000),
-                    audio: utterance(),
-                    confirms_provisional: false,
-                    turn_probability: None,
-                    forced: false,
-                },
-                received,
-            }),
+            Some(endpoint_in_audio_time(received)),
         ];
         let (tx, rx) = mpsc::channel(16);
         for i in order {
