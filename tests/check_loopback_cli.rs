@@ -49,8 +49,9 @@ fn check(dir: &Path, reported_ms: f64) -> serde_json::Value {
 
 /// Writes a recording of `clip` (from scenarios/audio) at a known place, with `overlay`
 /// seconds of a loud tone over it from the clip's start (a reply to a part of it), and a reply
-/// whose first sound comes 700 ms after the clip's end; returns where the clip starts.
-fn scene(dir: &Path, clip: &str, overlay: Option<(f32, f32)>) -> usize {
+/// whose first sound comes 700 ms after the clip's end, over a noise floor of peak `noise`;
+/// returns where the clip starts.
+fn scene(dir: &Path, clip: &str, overlay: Option<(f32, f32)>, noise: f32) -> usize {
     let clip_path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("scenarios/audio")
         .join(clip);
@@ -62,11 +63,16 @@ fn scene(dir: &Path, clip: &str, overlay: Option<(f32, f32)>) -> usize {
     let end_ms = clip.len() * 1000 / RATE;
     let clip_at = RATE + 1234;
     // The reply WAV starts with 50 ms of silence; its first sound is heard 700 ms after the
-    // end of speech plus that silence, so the listener waited 700 ms.
+    // end of speech, so the listener waited 700 ms (the breakdown ends at the first voice).
     let lead = RATE / 20;
     let mut reply = vec![0.0f32; lead];
-    reply.extend((0..RATE).map(|i| 0.3 * (i as f32 * 0.07).sin()));
-    let reply_at = clip_at + end_ms * RATE / 1000 + 7 * RATE / 10;
+    // A chirp with a syllable-rate envelope: like speech, it matches itself at one lag only.
+    reply.extend((0..RATE).map(|i| {
+        let t = i as f32;
+        let syllables = 0.6 + 0.4 * (t * std::f32::consts::TAU * 4.0 / RATE as f32).sin();
+        0.3 * syllables * (t * (0.03 + t * 4e-6)).sin()
+    }));
+    let reply_at = clip_at + end_ms * RATE / 1000 + 7 * RATE / 10 - lead;
     let mut rec = vec![0.0f32; reply_at + reply.len() + RATE];
     // A sound before the clip that must not be taken for it, and low noise everywhere.
     for (i, r) in rec[..RATE / 2].iter_mut().enumerate() {
@@ -86,7 +92,7 @@ fn scene(dir: &Path, clip: &str, overlay: Option<(f32, f32)>) -> usize {
         *r += c;
     }
     for (i, r) in rec.iter_mut().enumerate() {
-        *r += 0.001 * ((i * 7919 % 97) as f32 / 97.0 - 0.5);
+        *r += 2.0 * noise * ((i * 7919 % 97) as f32 / 97.0 - 0.5);
     }
     voxlat_audio::wav::write(&dir.join("device.wav"), &rec, RATE as u32).unwrap();
     std::fs::create_dir_all(dir.join("replies")).unwrap();
@@ -103,6 +109,7 @@ fn scene(dir: &Path, clip: &str, overlay: Option<(f32, f32)>) -> usize {
 fn assert_timed(dir: &Path, clip_at: usize, reported_ms: f64, expected_error_ms: f64) {
     let out = check(dir, reported_ms);
     let c = &out["clips"][0];
+    assert_eq!(c["onset_found_by"], "correlation", "{c}");
     let at_s = c["at_s"].as_f64().unwrap_or(f64::NAN);
     assert!(
         (at_s - clip_at as f64 / RATE as f64).abs() < 0.001,
@@ -121,11 +128,21 @@ fn assert_timed(dir: &Path, clip_at: usize, reported_ms: f64, expected_error_ms:
 #[test]
 fn the_wait_heard_in_the_recording_is_set_against_the_reported_total() {
     let dir = tempfile::tempdir().unwrap();
-    let clip_at = scene(dir.path(), "real-conf-getpin.wav", None);
+    let clip_at = scene(dir.path(), "real-conf-getpin.wav", None, 0.0005);
     // Reported right: no error. Reported 120 ms short (a late speech-end estimate): −120 ms.
     for (reported, expected) in [(700.0, 0.0), (580.0, -120.0)] {
         assert_timed(dir.path(), clip_at, reported, expected);
     }
+}
+
+/// A room's noise floor above the sound level, everywhere (here about 25 dB under the
+/// speech's peaks): a level threshold finds "sound" at the end of speech and cannot time the
+/// clip; the reply, placed by correlation, is found where it starts.
+#[test]
+fn a_clip_over_a_noise_floor_is_timed_by_placing_the_reply() {
+    let dir = tempfile::tempdir().unwrap();
+    let clip_at = scene(dir.path(), "real-conf-getpin.wav", None, 0.06);
+    assert_timed(dir.path(), clip_at, 700.0, 0.0);
 }
 
 /// Live took a pause inside the clip for the end of a turn and began a reply over the rest of
@@ -134,7 +151,12 @@ fn the_wait_heard_in_the_recording_is_set_against_the_reported_total() {
 #[test]
 fn a_clip_with_a_reply_over_its_middle_is_found_and_not_timed() {
     let dir = tempfile::tempdir().unwrap();
-    let clip_at = scene(dir.path(), "real-agent-alreadyon.wav", Some((1.5, 2.0)));
+    let clip_at = scene(
+        dir.path(),
+        "real-agent-alreadyon.wav",
+        Some((1.5, 2.0)),
+        0.0005,
+    );
     let out = check(dir.path(), 650.0);
     let c = &out["clips"][0];
     let at_s = c["at_s"].as_f64().unwrap_or(f64::NAN);

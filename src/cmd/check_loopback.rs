@@ -3,10 +3,10 @@
 //!
 //! `scripts/live-vs-replay.sh` plays clips into a loopback device while `voxlat run` listens,
 //! and records the device (`parecord` of the sink's monitor, another process with its own
-//! clock). Here each clip is found in that recording by correlation and taken away; the
-//! reply's first sound is what is left after the clip's annotated end of speech. That wait,
-//! minus the silence the reply itself starts with (its saved WAV), is what the listener
-//! waited. No voxlat stamp enters it, so a late speech-end estimate or a wrong device latency
+//! clock). Here each clip is found in that recording by correlation and taken away, and the
+//! reply (its saved WAV) is found the same way in what is left: from the clip's annotated end
+//! of speech to the reply's first sound is what the listener waited. A noise floor or the
+//! clip's own tail near its end does not move it, so every clip is timed. No voxlat stamp enters it, so a late speech-end estimate or a wrong device latency
 //! shows up as a difference.
 
 use anyhow::{bail, Context, Result};
@@ -66,7 +66,61 @@ struct ClipCheck {
     reported_total_ms: Option<f64>,
     /// reported − heard: below zero, voxlat said the user waited less than they did.
     error_ms: Option<f64>,
+    /// How the reply's first sound was found in the recording.
+    onset_found_by: Option<OnsetBy>,
     note: Option<String>,
+}
+
+/// How the reply's first sound was found in what the recording holds after the clip.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+enum OnsetBy {
+    /// The saved reply's first second, placed by correlation: a noise floor, the clip's own
+    /// tail or anything else sounding near the end of speech does not move it.
+    Correlation,
+    /// The first sample over `--level` after the end of speech, when the reply could not be
+    /// placed (nothing else sounded in the 100 ms before the end of speech).
+    Level,
+}
+
+/// Where the reply's first sound is in `left` (the recording from the clip's start, the clip
+/// taken away), in samples from the clip's start.
+struct Onset {
+    at: usize,
+    by: OnsetBy,
+}
+
+/// The reply as it played is known (its saved WAV, whose first sound is at `reply_onset`), so
+/// it is placed in the recording by correlation; a level threshold alone would take a noise
+/// floor or the clip's tail for the reply. Only when the reply cannot be placed does the first
+/// sound over the level after the end of speech (`end`) count, and only if nothing sounded in
+/// the 100 ms before it.
+fn reply_onset_in(
+    left: &[f32],
+    reply: &[f32],
+    reply_onset: usize,
+    end: usize,
+    args: &CheckLoopbackArgs,
+) -> Result<Onset, &'static str> {
+    let head = &reply[reply_onset..(reply_onset + samples(PLACE_BY_MS)).min(reply.len())];
+    let placed =
+        locate(left, head, 0, left.len(), args.min_score).filter(|p| p.score >= args.min_score);
+    if let Some(p) = placed {
+        return Ok(Onset {
+            at: p.start,
+            by: OnsetBy::Correlation,
+        });
+    }
+    let lead_in = end.saturating_sub(PIPELINE_RATE as usize / 10);
+    if first_sound(&left[..end.min(left.len())], lead_in, args.level).is_some() {
+        return Err("the reply could not be placed, and other sound was in the 100 ms before the end of speech");
+    }
+    first_sound(left, end, args.level)
+        .map(|at| Onset {
+            at,
+            by: OnsetBy::Level,
+        })
+        .ok_or("no reply heard before the next clip")
 }
 
 #[derive(Serialize)]
@@ -172,6 +226,7 @@ pub fn run(args: CheckLoopbackArgs) -> Result<ExitCode> {
             heard_total_ms: None,
             reported_total_ms: None,
             error_ms: None,
+            onset_found_by: None,
             note: None,
         };
         let Some(at) = placed[k] else {
@@ -218,34 +273,31 @@ pub fn run(args: CheckLoopbackArgs) -> Result<ExitCode> {
             Placement { start: 0, ..at },
         );
         let end = samples(p.speech_end_ms);
-        // A reply already sounding at the end of speech started inside the turn (a cut-off):
-        // its onset is not this turn's first audio.
-        let lead_in = end.saturating_sub(PIPELINE_RATE as usize / 10);
-        if first_sound(&left[..end.min(left.len())], lead_in, args.level).is_some() {
-            check.note = Some("sound in the 100 ms before the end of speech".into());
-            checks.push(check);
-            continue;
-        }
-        let Some(heard) = first_sound(&left, end, args.level) else {
-            check.note = Some("no reply heard before the next clip".into());
-            checks.push(check);
-            continue;
-        };
         let reply = args.replies.join(turn.reply_wav_name());
-        let reply_onset = match read16(&reply) {
-            Ok(r) => first_sound(&r, 0, args.level),
+        let reply_audio = match read16(&reply) {
+            Ok(r) => r,
             Err(e) => {
                 check.note = Some(format!("{e:#}"));
                 checks.push(check);
                 continue;
             }
         };
-        let Some(reply_onset) = reply_onset else {
+        let Some(reply_onset) = first_sound(&reply_audio, 0, args.level) else {
             check.note = Some(format!("{} is silent", reply.display()));
             checks.push(check);
             continue;
         };
-        let heard_total = ms_of(heard.saturating_sub(reply_onset)) - ms_of(end);
+        let onset = match reply_onset_in(&left, &reply_audio, reply_onset, end, &args) {
+            Ok(onset) => onset,
+            Err(why) => {
+                check.note = Some(why.into());
+                checks.push(check);
+                continue;
+            }
+        };
+        check.onset_found_by = Some(onset.by);
+        let heard = onset.at;
+        let heard_total = ms_of(heard) - ms_of(end);
         check.heard_total_ms = Some(heard_total);
         check.error_ms = Some(total - heard_total);
         if mine.len() > 1 {
@@ -269,18 +321,23 @@ pub fn run(args: CheckLoopbackArgs) -> Result<ExitCode> {
 
     let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
     println!(
-        "{:32} {:>8} {:>6} {:>9} {:>9} {:>7}  note",
-        "clip", "at s", "score", "heard ms", "voxlat", "error"
+        "{:32} {:>8} {:>6} {:>9} {:>9} {:>7} {:>11}  note",
+        "clip", "at s", "score", "heard ms", "voxlat", "error", "onset by"
     );
     for c in &checks {
         println!(
-            "{:32} {:>8} {:>6} {:>9} {:>9} {:>7}  {}",
+            "{:32} {:>8} {:>6} {:>9} {:>9} {:>7} {:>11}  {}",
             c.label,
             c.at_s.map_or("-".into(), |v| format!("{v:.2}")),
             c.score.map_or("-".into(), |v| format!("{v:.2}")),
             f(c.heard_total_ms),
             f(c.reported_total_ms),
             f(c.error_ms),
+            match c.onset_found_by {
+                Some(OnsetBy::Correlation) => "correlation",
+                Some(OnsetBy::Level) => "level",
+                None => "-",
+            },
             c.note.as_deref().unwrap_or("")
         );
     }
