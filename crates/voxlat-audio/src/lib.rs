@@ -2,6 +2,7 @@
 //! back; microphone capture and speaker playback on cpal, with device timestamps mapped onto
 //! the process clock.
 
+pub mod aec;
 pub mod align;
 #[cfg(target_os = "linux")]
 mod alsa_capture;
