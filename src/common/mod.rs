@@ -76,3 +76,25 @@ pub fn telemetry_outcome(o: voxlat_pipeline::TurnOutcome) -> voxlat_telemetry::O
         T::Error => voxlat_telemetry::Outcome::Error,
     }
 }
+
+/// The session runtime of `run` and `replay`: two workers, as the machine the figures are
+/// taken on has two cores, and the stages run on threads of their own.
+pub fn session_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+}
+
+/// Per-turn telemetry, serving Prometheus metrics at `--metrics-addr` when given (and saying
+/// where).
+pub fn turn_telemetry(
+    metrics_addr: Option<&str>,
+) -> anyhow::Result<voxlat_telemetry::TurnTelemetry> {
+    let telemetry =
+        voxlat_telemetry::TurnTelemetry::start(metrics_addr.map(|a| ("--metrics-addr", a)))?;
+    if let Some(url) = telemetry.metrics_url() {
+        eprintln!("metrics on {url}");
+    }
+    Ok(telemetry)
+}

@@ -32,6 +32,17 @@ pub(super) fn f1(v: f64) -> String {
     format!("{v:.1}")
 }
 
+/// Writes the report of `r` beside its results file `json` (same name, `.html`), atomically;
+/// returns where.
+pub fn write_beside(
+    r: &ReplayResults,
+    json: &std::path::Path,
+) -> anyhow::Result<std::path::PathBuf> {
+    let html = json.with_extension("html");
+    voxlat_core::fsio::write_atomic(&html, render(r).as_bytes())?;
+    Ok(html)
+}
+
 pub fn render(r: &ReplayResults) -> String {
     let page = html! {
         (DOCTYPE)

@@ -184,22 +184,14 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         .collect();
     results.skipped = skipped;
     let mut writer = ResultsWriter::new(&args.session.output_dir, results)?;
-    let telemetry = voxlat_telemetry::TurnTelemetry::start(
-        args.metrics_addr.as_deref().map(|a| ("--metrics-addr", a)),
-    )?;
-    if let Some(url) = telemetry.metrics_url() {
-        eprintln!("metrics on {url}");
-    }
+    let telemetry = crate::common::turn_telemetry(args.metrics_addr.as_deref())?;
     // One pipeline per caller (Whisper and Piper each hold one turn at a time), loaded per
     // level with the cores shared among the callers.
     let load_callers = |n: usize| -> Result<Vec<voxlat_pipeline::Pipeline>> {
         (0..n).map(|_| stack.pipeline(n)).collect()
     };
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    let rt = crate::common::session_runtime()?;
     let watch = stack.crash_watch();
     let plan = plan(&scenarios, args.warmup, args.repeat);
     let stopped: Option<Stopped> = rt.block_on(async {
@@ -238,11 +230,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         Some(Stopped::ServerCrashed(why)) => writer.finish_stopped(why)?,
         None => writer.finish(false)?,
     }
-    let html = writer.json.with_extension("html");
-    voxlat_core::fsio::write_atomic(
-        &html,
-        crate::report::html::render(&writer.results).as_bytes(),
-    )?;
+    let html = crate::report::html::write_beside(&writer.results, &writer.json)?;
     if args.sessions.is_empty() {
         print_report(&writer.results);
     } else {

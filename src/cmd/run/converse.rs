@@ -79,11 +79,7 @@ pub(super) fn finish(
         live.input_xruns = Some(xruns);
     }
     writer.finish(interrupted)?;
-    let html = writer.json.with_extension("html");
-    voxlat_core::fsio::write_atomic(
-        &html,
-        crate::report::html::render(&writer.results).as_bytes(),
-    )?;
+    let html = crate::report::html::write_beside(&writer.results, &writer.json)?;
     print_report(&writer.results);
     let a = &writer.results.aggregate;
     if a.interrupted > 0 {

@@ -178,16 +178,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     results.llm_server_build = stack.server_build();
     results.timing_note = "live: speech_end is the endpointer's retro-dated end of speech on the microphone's own capture timestamps, mapped onto the process clock; endpoint is when its decision reached the pipeline; playout_queued is when the first reply sample was written to the output ring, playout_start when the device reports it leaves the speaker (its playback timestamp), so `device` is output buffering and device latency".into();
     let writer = ResultsWriter::with_prefix(&args.session.output_dir, "live", results)?;
-    let telemetry = voxlat_telemetry::TurnTelemetry::start(
-        args.metrics_addr.as_deref().map(|a| ("--metrics-addr", a)),
-    )?;
-    if let Some(url) = telemetry.metrics_url() {
-        eprintln!("metrics on {url}");
-    }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    let telemetry = crate::common::turn_telemetry(args.metrics_addr.as_deref())?;
+    let rt = crate::common::session_runtime()?;
     let stop = Arc::new(AtomicBool::new(false));
     let (mic_tx, mic_rx) = mpsc::channel::<SourceEvent>(256);
     let (listener_thread, speaker) = devices.listen(listener, mic_tx, stop.clone())?;
