@@ -179,9 +179,14 @@ fn a_long_read_passage_is_not_truncated() {
         "{seconds:.1} s, {} tokens, WER {error:.3}, fallback {:?}: {:?}",
         heard.tokens, heard.fallback, heard.text
     );
-    let tail = normalize_words("for Friday evening");
+    // Not truncated: the transcript reaches the passage's last words. Whisper may mishear one
+    // of them on another CPU ("Friday event." on one run here), so the test is that "Friday",
+    // two words from the end, is among the transcript's last three; a cut-off transcript
+    // ends sentences earlier.
+    let heard_words = normalize_words(&heard.text);
+    let last = &heard_words[heard_words.len().saturating_sub(3)..];
     assert!(
-        normalize_words(&heard.text).ends_with(&tail),
+        last.iter().any(|w| w == "friday"),
         "the end of the passage is missing: {:?}",
         heard.text
     );
